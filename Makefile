@@ -1,0 +1,24 @@
+# shimkit: two commands set up and prove everything on a fresh Debian 12 machine.
+#   make demo   install what is missing, then run the main job on the bundled example
+#   make test   ruff + pytest + bazel test //... + buildifier, ending in "N passed, N failed"
+SHELL := /bin/bash
+PY := .venv/bin/python
+
+.PHONY: setup demo test fmt clean
+
+setup:
+	@tools/bootstrap.sh
+
+demo: setup
+	@$(PY) tools/demo.py
+
+test: setup
+	@$(PY) tools/run_tests.py
+
+fmt: setup
+	.venv/bin/ruff format lint tests bench tools
+	node_modules/.bin/buildifier -lint=fix -r .
+
+clean:
+	bazel clean 2>/dev/null || true
+	rm -rf .pytest-report.xml build

@@ -1,0 +1,5 @@
+"""Allow `python -m shimkit`."""
+
+from shimkit.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install whatever is missing for shimkit on a Debian 12 machine: Debian
+# packages (Bazel 4.2.3 and its rule packages, binutils, BLAS/oneDNN), the
+# Python venv with pinned dependencies, and buildifier from npm. Idempotent:
+# a second run installs nothing and takes about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
+  binutils patchelf libopenblas-dev libdnnl-dev
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+stamp=.venv/.shimkit-installed
+if [ ! -x .venv/bin/python ] || [ requirements.lock -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "bootstrap: creating the Python venv (.venv) from requirements.lock"
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock 2>&1 | grep -v "is ignored" || true
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | grep -v "is ignored" || true
+  .venv/bin/python -c "import shimkit, elftools, numpy, starlark, torch" \
+    || { echo "bootstrap: venv is incomplete" >&2; exit 1; }
+  touch "$stamp"
+fi
+
+if [ ! -x node_modules/.bin/buildifier ]; then
+  echo "bootstrap: installing buildifier from npm"
+  npm ci --no-audit --no-fund --silent
+fi
