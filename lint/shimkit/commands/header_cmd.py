@@ -1,0 +1,103 @@
+"""`shimkit header`: generate (or check) the rename header from torch's C shim headers."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from shimkit.config import load_config
+from shimkit.errors import ShimkitError
+from shimkit.exitcodes import EXIT_BASELINE_DRIFT
+from shimkit.header import find_torch, render_rename_header, shim_names
+from shimkit.header.torchdir import torch_include_version
+
+HELP = "generate shims/aoti_shim_rename.h from the installed torch's C shim headers (--check: diff)"
+DEFAULT_OUTPUT = Path("shims") / "aoti_shim_rename.h"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="PATH",
+        help=f"where to write the header (default: {DEFAULT_OUTPUT} beside rules/)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; print a unified diff and exit nonzero if the file is out of date",
+    )
+    parser.add_argument(
+        "--torch-include",
+        metavar="DIR",
+        help="a torch include directory to read instead of the installed torch's",
+    )
+
+
+def expected_header(args: argparse.Namespace) -> str:
+    config = load_config(args.config)
+    if args.torch_include:
+        include = Path(args.torch_include)
+        if not include.is_dir():
+            raise ShimkitError(f"{include}: --torch-include is not a directory")
+        version = torch_include_version(include)
+    else:
+        torch = find_torch()
+        include, version = torch.include_dir, torch.version
+    return render_rename_header(shim_names(include), config.define, version)
+
+
+def default_output(args: argparse.Namespace) -> Path:
+    config = load_config(args.config)
+    return config.source.parent.parent / DEFAULT_OUTPUT
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file in the same dir and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    output = Path(args.output) if args.output else default_output(args)
+    text = expected_header(args)
+    if args.check:
+        try:
+            current = output.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = ""
+        except OSError as exc:
+            raise ShimkitError(f"{output}: cannot read: {exc.strerror}") from None
+        if current == text:
+            return 0
+        diff = difflib.unified_diff(
+            current.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"{output} (checked in)",
+            tofile=f"{output} (generated)",
+        )
+        sys.stdout.writelines(diff)
+        print(
+            f"shimkit: {output} is out of date; regenerate it with "
+            f"`shimkit header --output {output}`",
+            file=sys.stderr,
+        )
+        return EXIT_BASELINE_DRIFT
+    try:
+        write_atomically(output, text)
+    except OSError as exc:
+        raise ShimkitError(f"{output}: cannot write: {exc.strerror}") from None
+    print(f"wrote {output}", file=sys.stderr)
+    return 0
