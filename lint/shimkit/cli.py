@@ -19,6 +19,8 @@ from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
 COMMANDS: dict[str, str] = {
     "config": "config_cmd",
     "header": "header_cmd",
+    "compile": "compile_cmd",
+    "rewrite": "rewrite_cmd",
 }
 
 

@@ -93,9 +93,7 @@ def test_header_does_not_depend_on_the_prefix(
 ) -> None:
     other = tmp_path / "rules" / "shim_symbol_prefix.bzl"
     other.parent.mkdir()
-    other.write_text(
-        config.source.read_text().replace(f'"{config.prefix}"', '"someother_"', 1)
-    )
+    other.write_text(config.source.read_text().replace(f'"{config.prefix}"', '"someother_"', 1))
     out = tmp_path / "h.h"
     assert main(["--config", str(other), "header", "--output", str(out)]) == 0
     assert out.read_text() == rename_header.read_text()

@@ -1,0 +1,49 @@
+"""A content-addressed cache directory for generated helper files (wrappers, libraries)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+CACHE_ENV = "SHIMKIT_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """$SHIMKIT_CACHE_DIR, else $XDG_CACHE_HOME/shimkit, else ~/.cache/shimkit."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "shimkit"
+
+
+def content_dir(kind: str, *parts: str | bytes) -> Path:
+    """A directory named by the hash of `parts`: same content, same path."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() if isinstance(part, str) else part)
+        digest.update(b"\0")
+    directory = cache_root() / f"{kind}-{digest.hexdigest()[:16]}"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def write_if_changed(path: Path, text: str, mode: int = 0o644) -> Path:
+    """Write `text` atomically unless `path` already holds exactly it."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return path
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

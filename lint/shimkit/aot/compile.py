@@ -1,0 +1,134 @@
+"""Compile a model into a .pt2 whose blob imports only prefixed shim names.
+
+With a torch that has `aot_inductor.shim_symbol_prefix`, torch renames the
+imports itself. Otherwise the generated rename header is force-included
+through a compiler wrapper (`cpp.cxx`). Either way the blob is linked
+without libtorch, without an executable stack, and exports only its
+`AOTInductor*` entry points; the result is verified before it is moved into
+place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from shimkit.aot.blobinfo import (
+    BlobInfo,
+    parse_blob_info,
+    prefixed_blob_problems,
+    unexpected_exports,
+)
+from shimkit.aot.modelfile import one_paragraph
+from shimkit.aot.outputs import check_output, staged_output
+from shimkit.aot.progress import progress
+from shimkit.aot.pt2 import read_blobs
+from shimkit.aot.torchenv import has_native_prefix_option, require_torch
+from shimkit.aot.wrapper import make_compiler_wrapper
+from shimkit.config import ShimConfig, load_config
+from shimkit.errors import ShimkitError
+from shimkit.header import find_torch, render_rename_header, shim_names
+
+
+@dataclass
+class CompileResult:
+    path: Path
+    blobs: dict[str, BlobInfo]
+    native_prefix: bool  # torch renamed the shims itself
+
+
+def inductor_configs(
+    torch: ModuleType, config: ShimConfig, names: list[str]
+) -> tuple[dict[str, Any], bool]:
+    """The Inductor options for a prefixed, libtorch-free blob; and whether torch renames."""
+    native = has_native_prefix_option(torch)
+    if native:
+        wrapper = make_compiler_wrapper(config, header_text=None)
+    else:
+        header = render_rename_header(names, config.define, find_torch().version)
+        wrapper = make_compiler_wrapper(config, header_text=header)
+    options: dict[str, Any] = {
+        "cpp.cxx": str(wrapper.path),
+        "aot_inductor.link_libtorch": False,
+    }
+    if native:
+        options["aot_inductor.shim_symbol_prefix"] = config.prefix
+    return options, native
+
+
+def export_program(torch: ModuleType, model: Any, inputs: tuple[Any, ...], label: str) -> Any:
+    """torch.export.export, with torch's reason as one paragraph on failure."""
+    try:
+        model.eval()
+        return torch.export.export(model, inputs)
+    except Exception as exc:
+        raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
+
+
+def compile_exported(
+    exported: Any,
+    output: str | Path,
+    config: ShimConfig | None = None,
+    force: bool = False,
+    label: str | None = None,
+    show_progress: bool = True,
+) -> CompileResult:
+    """Compile an ExportedProgram into a prefixed .pt2 at `output` (atomically)."""
+    torch = require_torch()
+    config = config or load_config()
+    out = Path(output)
+    if out.suffix != ".pt2":
+        raise ShimkitError(f"{out}: the output must end in .pt2")
+    check_output(out, force)
+    names = shim_names(find_torch().include_dir)
+    options, native = inductor_configs(torch, config, names)
+    label = label or str(out)
+    with staged_output(out) as temp:
+        try:
+            if show_progress:
+                with progress(f"compiling {label} with AOTInductor"):
+                    torch._inductor.aoti_compile_and_package(
+                        exported, package_path=str(temp), inductor_configs=options
+                    )
+            else:
+                torch._inductor.aoti_compile_and_package(
+                    exported, package_path=str(temp), inductor_configs=options
+                )
+        except ShimkitError:
+            raise
+        except Exception as exc:
+            raise ShimkitError(
+                f"{label}: AOTInductor compile failed: {one_paragraph(exc)}"
+            ) from None
+        blobs = {
+            name: parse_blob_info(data, f"{out}:{name}") for name, data in read_blobs(temp).items()
+        }
+        for info in blobs.values():
+            problems = prefixed_blob_problems(info, config, frozenset(names))
+            extra = unexpected_exports(info)
+            if extra:
+                problems.append(f"exports {len(extra)} non-AOTInductor symbol(s), e.g. {extra[0]}")
+            if problems:
+                raise ShimkitError(
+                    f"{info.location}: compiled blob is not prefixed: {'; '.join(problems)}"
+                )
+    return CompileResult(path=out, blobs=blobs, native_prefix=native)
+
+
+def compile_model(
+    model: Any,
+    example_inputs: tuple[Any, ...],
+    output: str | Path,
+    config: ShimConfig | None = None,
+    force: bool = False,
+    show_progress: bool = True,
+) -> CompileResult:
+    """Export `model` on `example_inputs` and compile it into a prefixed .pt2."""
+    torch = require_torch()
+    label = type(model).__name__
+    exported = export_program(torch, model, tuple(example_inputs), label)
+    return compile_exported(
+        exported, output, config=config, force=force, label=label, show_progress=show_progress
+    )

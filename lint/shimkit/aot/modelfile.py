@@ -1,0 +1,70 @@
+"""Load what to compile: a Python file defining a model and inputs, or a saved ExportedProgram."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from shimkit.errors import ShimkitError
+
+EXPORTED_SUFFIXES = (".pt2", ".ep")
+
+
+def one_paragraph(exc: BaseException, limit: int = 800) -> str:
+    """An exception as `Type: first paragraph`, whitespace collapsed, bounded."""
+    text = str(exc).strip()
+    paragraph = text.split("\n\n", 1)[0]
+    flat = " ".join(paragraph.split()) or "(no message)"
+    if len(flat) > limit:
+        flat = flat[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {flat}"
+
+
+def load_model_file(
+    path: Path, torch: ModuleType, model_attr: str = "model", inputs_attr: str = "example_inputs"
+) -> tuple[Any, tuple[Any, ...]]:
+    """Run a model file and return its (`model_attr`, `inputs_attr`) values, checked."""
+    if not path.is_file():
+        raise ShimkitError(f"{path}: model file not found")
+    try:
+        namespace = runpy.run_path(str(path), run_name="__shimkit_model__")
+    except SystemExit as exc:
+        raise ShimkitError(f"{path}: the model file exited (SystemExit {exc.code})") from None
+    except Exception as exc:
+        raise ShimkitError(f"{path}: running the model file failed: {one_paragraph(exc)}") from None
+    missing = [name for name in (model_attr, inputs_attr) if name not in namespace]
+    if missing:
+        raise ShimkitError(
+            f"{path}: does not define {' and '.join(repr(m) for m in missing)} "
+            f"(expected `{model_attr} = <nn.Module>` and `{inputs_attr} = (<tensor>, ...)`; "
+            "other names: --model-attr/--inputs-attr)"
+        )
+    model = namespace[model_attr]
+    inputs = namespace[inputs_attr]
+    if not isinstance(model, torch.nn.Module):
+        raise ShimkitError(
+            f"{path}: {model_attr!r} is a {type(model).__name__}, not a torch.nn.Module"
+        )
+    if isinstance(inputs, list):
+        inputs = tuple(inputs)
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if not isinstance(inputs, tuple):
+        raise ShimkitError(
+            f"{path}: {inputs_attr!r} is a {type(inputs).__name__}, not a tuple of inputs"
+        )
+    return model, inputs
+
+
+def load_exported_program(path: Path, torch: ModuleType) -> Any:
+    """torch.export.load a saved ExportedProgram, with a clear error for anything else."""
+    if not path.is_file():
+        raise ShimkitError(f"{path}: exported program not found")
+    try:
+        return torch.export.load(str(path))
+    except Exception as exc:
+        raise ShimkitError(
+            f"{path}: not a saved ExportedProgram (torch.export.save output): {one_paragraph(exc)}"
+        ) from None

@@ -1,0 +1,55 @@
+"""Blobs inside a .pt2 package (a zip): find them, read them, replace them."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from shimkit.errors import ShimkitError
+
+BLOB_DIR = "/data/aotinductor/"
+
+
+def is_zip(path: Path) -> bool:
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError as exc:
+        raise ShimkitError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def blob_members(archive: zipfile.ZipFile) -> list[str]:
+    """Names of the compiled model shared objects inside a .pt2."""
+    return sorted(
+        name
+        for name in archive.namelist()
+        if BLOB_DIR in f"/{name}" and name.endswith(".so") and not name.endswith("/")
+    )
+
+
+def read_blobs(path: Path) -> dict[str, bytes]:
+    """Every blob in the package at `path`, by member name."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = blob_members(archive)
+            if not members:
+                raise ShimkitError(f"{path}: a zip but no data/aotinductor/*.so blob inside")
+            return {name: archive.read(name) for name in members}
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
+
+
+def rewrite_blobs(source: Path, target: Path, transform: Callable[[str, bytes], bytes]) -> None:
+    """Copy the package, passing each blob member through `transform`; keep the rest."""
+    try:
+        with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w") as dst:
+            members = set(blob_members(src))
+            if not members:
+                raise ShimkitError(f"{source}: a zip but no data/aotinductor/*.so blob inside")
+            for info in src.infolist():
+                data = src.read(info.filename)
+                if info.filename in members:
+                    data = transform(info.filename, data)
+                dst.writestr(info, data, compress_type=info.compress_type)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ShimkitError(f"{source}: not a readable .pt2 zip: {exc}") from None

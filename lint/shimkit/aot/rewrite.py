@@ -1,0 +1,142 @@
+"""Rewrite a prebuilt blob (.so, or the blobs in a .pt2) to import prefixed shim names.
+
+With LIEF: rename UNDEFINED shim-family imports (and the few other C shim
+names in the header's list) to their prefixed names, drop NEEDED
+libtorch*/libc10*, clear PF_X on PT_GNU_STACK. Only undefined symbols can be
+renamed safely (the GNU hash table covers defined ones), so a blob that
+defines shim symbols is refused, as is one that imports versioned shim
+symbols (the version binds them to one provider). The result is re-read and
+verified before it is moved into place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shimkit.aot.blobinfo import (
+    ELF_MAGIC,
+    LIBTORCH_NEEDED_PREFIXES,
+    BlobInfo,
+    parse_blob_info,
+    verify_prefixed_blob,
+)
+from shimkit.aot.outputs import check_output, staged_output
+from shimkit.aot.pt2 import is_zip, rewrite_blobs
+from shimkit.config import ShimConfig
+from shimkit.errors import ShimkitError
+
+
+@dataclass
+class BlobRewrite:
+    """What one blob rewrite changed."""
+
+    member: str | None  # the zip member for a .pt2, None for a bare .so
+    renamed: list[str] = field(default_factory=list)
+    dropped_needed: list[str] = field(default_factory=list)
+    cleared_exec_stack: bool = False
+    info: BlobInfo | None = None
+
+
+def _import_lief():  # type: ignore[no-untyped-def]
+    try:
+        import lief
+    except ImportError:
+        raise ShimkitError(
+            "lief is not installed; shimkit rewrite needs it: pip install 'lief>=0.16'"
+        ) from None
+    lief.logging.disable()
+    return lief
+
+
+def _needs_rename(name: str, config: ShimConfig, names: frozenset[str]) -> bool:
+    return config.is_family(name) or (name in names and not name.startswith(config.prefix))
+
+
+def rewrite_blob_bytes(
+    data: bytes, location: str, config: ShimConfig, names: frozenset[str] = frozenset()
+) -> tuple[bytes, BlobRewrite]:
+    """The rewritten image of the blob in `data`; refuses blobs it cannot rewrite safely."""
+    before = parse_blob_info(data, location)  # validates ELF-ness and structure first
+    defined = sorted(
+        s.name for s in before.symbols if s.defined and _needs_rename(s.name, config, names)
+    )
+    if defined:
+        raise ShimkitError(
+            f"{location}: defines shim symbol(s) {', '.join(defined[:3])}: it is a shim "
+            "provider, not a blob; rename its sources with the rename header instead"
+        )
+    versioned = sorted(
+        f"{s.name}@{s.version}"
+        for s in before.symbols
+        if s.version and _needs_rename(s.name, config, names)
+    )
+    if versioned:
+        raise ShimkitError(
+            f"{location}: imports versioned shim symbol(s) {', '.join(versioned[:3])}: "
+            "renaming would break the version binding; rebuild it with shimkit compile"
+        )
+    lief = _import_lief()
+    binary = lief.ELF.parse(list(data))
+    if binary is None:
+        raise ShimkitError(f"{location}: LIEF cannot parse this ELF file")
+    record = BlobRewrite(member=None)
+    for symbol in binary.dynamic_symbols:
+        if symbol.imported and _needs_rename(symbol.name, config, names):
+            record.renamed.append(symbol.name)
+            symbol.name = config.prefixed(symbol.name)
+    for library in list(binary.libraries):
+        if str(library).startswith(LIBTORCH_NEEDED_PREFIXES):
+            binary.remove_library(library)
+            record.dropped_needed.append(str(library))
+    for segment in binary.segments:
+        if segment.type == lief.ELF.Segment.TYPE.GNU_STACK and segment.has(
+            lief.ELF.Segment.FLAGS.X
+        ):
+            segment.flags = lief.ELF.Segment.FLAGS.R | lief.ELF.Segment.FLAGS.W
+            record.cleared_exec_stack = True
+    builder = lief.ELF.Builder(binary)
+    builder.build()
+    out = bytes(builder.get_build())
+    after = parse_blob_info(out, f"{location} (rewritten)")
+    verify_prefixed_blob(after, config, names)
+    record.info = after
+    return out, record
+
+
+def rewrite_blob_file(
+    source: Path,
+    output: Path,
+    config: ShimConfig,
+    names: frozenset[str] = frozenset(),
+    overwrite: bool = False,
+) -> list[BlobRewrite]:
+    """Rewrite a .so or .pt2 at `source` into `output` (atomically; may equal source)."""
+    if not source.is_file():
+        raise ShimkitError(f"{source}: no such file")
+    if output.resolve() != source.resolve():
+        check_output(output, overwrite)
+    records: list[BlobRewrite] = []
+    if is_zip(source):
+
+        def transform(member: str, data: bytes) -> bytes:
+            rewritten, record = rewrite_blob_bytes(data, f"{source}:{member}", config, names)
+            record.member = member
+            records.append(record)
+            return rewritten
+
+        with staged_output(output) as temp:
+            rewrite_blobs(source, temp, transform)
+        return records
+    try:
+        with source.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ShimkitError(f"{source}: cannot read: {exc.strerror}") from None
+    if magic != ELF_MAGIC:
+        raise ShimkitError(f"{source}: neither an ELF shared object nor a .pt2 zip")
+    rewritten, record = rewrite_blob_bytes(source.read_bytes(), str(source), config, names)
+    with staged_output(output) as temp:
+        temp.write_bytes(rewritten)
+        temp.chmod(source.stat().st_mode & 0o777)
+    return [record]
