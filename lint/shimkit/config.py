@@ -97,19 +97,38 @@ def _evaluate_bzl(path: Path) -> dict[str, object]:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ShimkitError(f"{path}: cannot read prefix file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ShimkitError(f"{path}: cannot read prefix file: not UTF-8 text") from None
     module = sl.Module()
     try:
         ast = sl.parse(str(path), source, sl.Dialect.standard())
         sl.eval(module, ast, sl.Globals.standard())
     except sl.StarlarkError as exc:
-        raise ShimkitError(f"{path}: not valid Starlark: {exc}") from None
+        raise ShimkitError(f"{path}: not valid Starlark: {_one_line(str(exc))}") from None
     values: dict[str, object] = {}
     for name in _CONSTANTS:
         try:
-            values[name] = module[name]
+            value = module[name]
         except KeyError:
             continue
+        if value is not None:  # starlark-pyo3 answers None for a name the file never bound
+            values[name] = value
     return values
+
+
+_STARLARK_LOCATION = re.compile(r"^\s*--> .*:(\d+):(\d+)\s*$")
+
+
+def _one_line(report: str) -> str:
+    """Condense starlark-pyo3's multi-line error report to `message (line L, column C)`."""
+    lines = report.splitlines()
+    message = next((ln[len("error: ") :] for ln in lines if ln.startswith("error: ")), None)
+    if message is None:
+        message = next((ln.strip() for ln in lines if ln.strip()), "unknown error")
+    where = next((m for m in map(_STARLARK_LOCATION.match, lines) if m), None)
+    if where is None:
+        return message
+    return f"{message} (line {where.group(1)}, column {where.group(2)})"
 
 
 def _require(values: dict[str, object], path: Path, name: str, kind: type) -> object:
