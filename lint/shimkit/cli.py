@@ -18,6 +18,7 @@ from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
 # Subcommand name -> module under shimkit.commands. Order is the help order.
 COMMANDS: dict[str, str] = {
     "config": "config_cmd",
+    "symbols": "symbols_cmd",
     "header": "header_cmd",
     "compile": "compile_cmd",
     "rewrite": "rewrite_cmd",

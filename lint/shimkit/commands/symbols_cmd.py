@@ -1,0 +1,99 @@
+"""`shimkit symbols`: the dynamic imports and exports of every ELF image under PATHs.
+
+The JSON form is the lock file of the gate: names without version suffixes,
+sorted, deterministic. Schema `shimkit.symbols/v1`:
+
+    {"schema": "shimkit.symbols/v1",
+     "artifacts": [{"path", "type", "machine", "class", "imports", "exports",
+                    "needed", "soname", "symbol_table", "symbol_count"}],
+     "errors": [{"path", "message"}]}
+
+`symbol_table` is null when the image has no table of the kind the linter
+needs (.dynsym; .symtab for .o files); a gate must refuse such an image
+(and one whose `symbol_count` is 0) instead of passing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, TextIO
+
+from shimkit.elf import ElfNames, InputError
+from shimkit.exitcodes import EXIT_ERROR, EXIT_OK
+from shimkit.inputs import iter_names
+
+HELP = "print the dynamic imports and exports of ELF files, archives and containers"
+SCHEMA = "shimkit.symbols/v1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, .a, .pt2")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--no-follow-symlinks",
+        dest="follow_symlinks",
+        action="store_false",
+        help="do not follow symlinks met while walking directories",
+    )
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Sorted input -> sorted, without repeats (a name may have several versions)."""
+    return [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]
+
+
+def artifact_record(image: ElfNames) -> dict[str, Any]:
+    return {
+        "path": image.location,
+        "type": image.e_type,
+        "machine": image.machine,
+        "class": image.elf_class,
+        "imports": _unique(image.imports),
+        "exports": _unique(image.exports),
+        "needed": image.needed,
+        "soname": image.soname,
+        "symbol_table": image.symbol_table,
+        "symbol_count": image.symbol_count,
+    }
+
+
+def collect(
+    paths: list[str], *, follow_symlinks: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    artifacts: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+    for item in iter_names(paths, follow_symlinks=follow_symlinks):
+        if isinstance(item, InputError):
+            errors.append({"path": item.location, "message": item.message})
+        else:
+            artifacts.append(artifact_record(item))
+    return artifacts, errors
+
+
+def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
+    lines: list[str] = []
+    for art in artifacts:
+        lines.append(f"{art['path']}: {art['type']} {art['machine']} {art['class']}-bit")
+        if art["soname"]:
+            lines.append(f"  soname {art['soname']}")
+        lines.extend(f"  needed {name}" for name in art["needed"])
+        if art["symbol_table"] is None:
+            lines.append("  no symbol table")
+        lines.extend(f"  import {name}" for name in art["imports"])
+        lines.extend(f"  export {name}" for name in art["exports"])
+    out.write("\n".join(lines) + ("\n" if lines else ""))
+
+
+def run(args: argparse.Namespace) -> int:
+    artifacts, errors = collect(args.paths, follow_symlinks=args.follow_symlinks)
+    if args.format == "json":
+        doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
+        json.dump(doc, sys.stdout, indent=1, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        _write_text(sys.stdout, artifacts)
+    for err in errors:
+        print(f"shimkit: error: {err['path']}: {err['message']}", file=sys.stderr)
+    return EXIT_ERROR if errors else EXIT_OK

@@ -1,0 +1,317 @@
+"""`read_elf`: one ELF image (bytes, memoryview or mmap) -> ElfImage.
+
+Structure (file header names, dynamic entries, versions) goes through
+pyelftools; the bulk symbol table goes through the vectorized reader in
+`shimkit.elf.symtab`; everything is bounds-checked first by
+`shimkit.elf.header`. Any malformation becomes an ElfFormatError with a
+one-line message: hostile input never escapes as a traceback.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+from elftools.common.exceptions import ELFError
+
+from shimkit.elf.header import (
+    PF_X,
+    PT_DYNAMIC,
+    PT_GNU_STACK,
+    SHF_EXECINSTR,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    SHT_GNU_VERSYM,
+    SHT_STRTAB,
+    SHT_SYMTAB,
+    ElfLayout,
+    HeaderError,
+    parse_layout,
+)
+from shimkit.elf.model import ElfFormatError, ElfImage, ElfNames, Symbol
+from shimkit.elf.stream import BufferStream
+from shimkit.elf.symtab import (
+    BINDING_NAMES,
+    SYM_SIZE,
+    TYPE_NAMES,
+    RawSymbols,
+    SymbolTableError,
+    decode_names,
+    read_symbol_table,
+)
+from shimkit.elf.versions import VersionError, resolve_versions, version_names
+
+_E_TYPES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
+_LOCAL = 0
+T = TypeVar("T")
+
+
+def _section_names(data: bytes | memoryview, layout: ElfLayout) -> list[str]:
+    secs = layout.sections
+    if secs.size == 0 or layout.shstrndx == 0:
+        return [""] * secs.size
+    strtab = secs[layout.shstrndx]
+    off, size = int(strtab["sh_offset"]), int(strtab["sh_size"])
+    names = secs["sh_name"]
+    if size == 0 or int(names.max()) >= size:
+        return [""] * secs.size  # unnamed sections: still readable by type
+    return decode_names(bytes(data[off : off + size]), names)
+
+
+def _machine_name(elffile: Any, raw: int) -> str:
+    value = elffile.header["e_machine"]
+    return value if isinstance(value, str) else f"EM_{raw}"
+
+
+def _dynamic_info(elffile: Any, layout: ElfLayout) -> tuple[list[str], str | None]:
+    dynamic = None
+    indices = layout.sections_of_type(SHT_DYNAMIC)
+    if indices:
+        dynamic = elffile.get_section(indices[0])
+    elif (layout.segments["p_type"] == PT_DYNAMIC).any():
+        dynamic = next(iter(elffile.iter_segments("PT_DYNAMIC")), None)
+    if dynamic is None:
+        return [], None
+    needed: list[str] = []
+    soname: str | None = None
+    for tag in dynamic.iter_tags():
+        if tag.entry.d_tag == "DT_NEEDED":
+            needed.append(tag.needed)
+        elif tag.entry.d_tag == "DT_SONAME":
+            soname = tag.soname
+    return needed, soname
+
+
+def _exec_stack(layout: ElfLayout, e_type: str, section_names: list[str]) -> bool | None:
+    if e_type in ("DYN", "EXEC"):
+        stack = layout.segments[layout.segments["p_type"] == PT_GNU_STACK]
+        if stack.size == 0:
+            return True  # the loader assumes an executable stack
+        return bool(int(stack["p_flags"][0]) & PF_X)
+    if e_type == "REL":
+        for i, name in enumerate(section_names):
+            if name == ".note.GNU-stack":
+                return bool(int(layout.sections["sh_flags"][i]) & SHF_EXECINSTR)
+        return True
+    return None
+
+
+def _versions(
+    data: bytes | memoryview,
+    elffile: Any,
+    layout: ElfLayout,
+    table_index: int,
+    count: int,
+    rows: np.ndarray,
+) -> list[str | None]:
+    secs = layout.sections
+    versym_idx = [
+        i for i in layout.sections_of_type(SHT_GNU_VERSYM) if int(secs["sh_link"][i]) == table_index
+    ]
+    if not versym_idx or rows.size == 0:
+        return [None] * rows.size
+    vs = secs[versym_idx[0]]
+    if int(vs["sh_size"]) < 2 * count:
+        raise VersionError(
+            f".gnu.version has {int(vs['sh_size']) // 2} entries for {count} symbols"
+        )
+    versym = np.frombuffer(
+        data, dtype=layout.endian + "u2", count=count, offset=int(vs["sh_offset"])
+    )
+    names: dict[int, str] = {}
+    for sh_type, needed in ((SHT_GNU_VERDEF, False), (SHT_GNU_VERNEED, True)):
+        for i in layout.sections_of_type(sh_type):
+            names.update(version_names(elffile.get_section(i), needed=needed))
+    return resolve_versions(versym, rows, names)
+
+
+@dataclass
+class _Parsed:
+    """Everything `_parse` found, with symbol columns not yet turned into objects."""
+
+    layout: ElfLayout
+    e_type: str
+    machine: str
+    needed: list[str]
+    soname: str | None
+    exec_stack: bool | None
+    table_name: str | None
+    count: int
+    names: list[str]
+    versions: list[str | None]
+    binds: np.ndarray
+    types: np.ndarray
+    import_rows: np.ndarray  # row numbers into names/versions/binds/types
+    export_rows: np.ndarray
+
+
+def _parse(data: bytes | memoryview, prefixes: Sequence[str] | None) -> _Parsed:
+    layout = parse_layout(data)
+    from elftools.elf.elffile import ELFFile  # deferred: import cost only when reading
+
+    stream = BufferStream(data)
+    try:
+        elffile = ELFFile(stream)
+        e_type = _E_TYPES.get(layout.e_type, f"TYPE_{layout.e_type}")
+        machine = _machine_name(elffile, layout.e_machine)
+        section_names = _section_names(data, layout)
+        needed, soname = _dynamic_info(elffile, layout)
+        want = SHT_SYMTAB if e_type == "REL" else SHT_DYNSYM
+        tables = layout.sections_of_type(want)
+        table_name: str | None = None
+        count = 0
+        raw = RawSymbols.empty()
+        versions: list[str | None] = []
+        if tables:
+            t = tables[0]
+            sec = layout.sections[t]
+            table_name = section_names[t] or (".symtab" if want == SHT_SYMTAB else ".dynsym")
+            link = int(sec["sh_link"])
+            if link >= layout.sections.size or int(layout.sections["sh_type"][link]) != SHT_STRTAB:
+                raise SymbolTableError(f"{table_name}: sh_link {link} is not a string table")
+            strsec = layout.sections[link]
+            raw = read_symbol_table(
+                data,
+                elf_class=layout.elf_class,
+                endian=layout.endian,
+                table=(int(sec["sh_offset"]), int(sec["sh_size"]), int(sec["sh_entsize"])),
+                strtab=(int(strsec["sh_offset"]), int(strsec["sh_size"])),
+                prefixes=prefixes,
+            )
+            count = max(int(sec["sh_size"]) // SYM_SIZE[layout.elf_class] - 1, 0)
+            versions = (
+                _versions(data, elffile, layout, t, count + 1, raw.index)
+                if want == SHT_DYNSYM
+                else [None] * len(raw.names)
+            )
+        named = np.fromiter((bool(n) for n in raw.names), dtype=bool, count=len(raw.names))
+        return _Parsed(
+            layout=layout,
+            e_type=e_type,
+            machine=machine,
+            needed=needed,
+            soname=soname,
+            exec_stack=_exec_stack(layout, e_type, section_names),
+            table_name=table_name,
+            count=count,
+            names=raw.names,
+            versions=versions,
+            binds=raw.bind,
+            types=raw.type,
+            import_rows=np.flatnonzero(~raw.defined & named),
+            export_rows=np.flatnonzero(raw.defined & (raw.bind != _LOCAL)),
+        )
+    finally:
+        stream.close()
+
+
+def _sorted_rows(p: _Parsed, rows: np.ndarray, *, by_version: bool) -> list[int]:
+    order = rows.tolist()
+    if by_version:
+        vkey = [v or "" for v in p.versions]
+        order.sort(key=vkey.__getitem__)
+    order.sort(key=p.names.__getitem__)  # stable: ties keep version order
+    return order
+
+
+def _symbols(p: _Parsed, rows: np.ndarray, defined: bool) -> list[Symbol]:
+    order = _sorted_rows(p, rows, by_version=True)
+    names, versions = p.names, p.versions
+    binds = p.binds.tolist()
+    types = p.types.tolist()
+    return [
+        Symbol(names[i], versions[i], BINDING_NAMES[binds[i]], TYPE_NAMES[types[i]], defined)
+        for i in order
+    ]
+
+
+def _image(p: _Parsed, location: str, size: int, prefixes: Sequence[str] | None) -> ElfImage:
+    return ElfImage(
+        location=location,
+        elf_class=32 if p.layout.elf_class == 1 else 64,
+        little_endian=p.layout.little_endian,
+        e_type=p.e_type,
+        machine=p.machine,
+        imports=_symbols(p, p.import_rows, False),
+        exports=_symbols(p, p.export_rows, True),
+        needed=p.needed,
+        soname=p.soname,
+        exec_stack=p.exec_stack,
+        size=size,
+        symbol_table=p.table_name,
+        symbol_count=p.count,
+        name_prefixes=tuple(prefixes) if prefixes is not None else None,
+    )
+
+
+def _names(p: _Parsed, location: str, size: int) -> ElfNames:
+    names = p.names
+    return ElfNames(
+        location=location,
+        e_type=p.e_type,
+        machine=p.machine,
+        elf_class=32 if p.layout.elf_class == 1 else 64,
+        imports=[names[i] for i in _sorted_rows(p, p.import_rows, by_version=False)],
+        exports=[names[i] for i in _sorted_rows(p, p.export_rows, by_version=False)],
+        needed=p.needed,
+        soname=p.soname,
+        size=size,
+        symbol_table=p.table_name,
+        symbol_count=p.count,
+    )
+
+
+_MALFORMED = (
+    ValueError, TypeError, IndexError, KeyError, OverflowError, EOFError, AssertionError,
+    UnicodeError, AttributeError, RecursionError, struct.error,
+)  # fmt: skip
+
+
+def _guarded(location: str, fn: Callable[[], T]) -> T:
+    """Run a parse step; turn every malformation into one ElfFormatError line."""
+    try:
+        return fn()
+    except (HeaderError, SymbolTableError, VersionError) as exc:
+        raise ElfFormatError(location, str(exc)) from None
+    except ELFError as exc:
+        raise ElfFormatError(location, f"malformed ELF: {_one_line(exc)}") from None
+    except _MALFORMED as exc:
+        # pyelftools and construct raise these on hostile structure contents.
+        raise ElfFormatError(
+            location, f"malformed ELF: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
+
+
+def read_elf(
+    data: bytes | memoryview,
+    location: str,
+    *,
+    name_prefixes: Sequence[str] | None = None,
+) -> ElfImage:
+    """Read one ELF image. Raises ElfFormatError(location, message) if it is malformed.
+
+    With `name_prefixes`, imports/exports keep only names starting with one of
+    them (decided before decoding: fast on huge tables); `symbol_count` still
+    counts the whole table.
+    """
+    size = len(data)
+    return _guarded(
+        location, lambda: _image(_parse(data, name_prefixes), location, size, name_prefixes)
+    )
+
+
+def read_elf_names(data: bytes | memoryview, location: str) -> ElfNames:
+    """Like read_elf, but only sorted symbol names: no Symbol objects (the fast path of
+    `shimkit symbols` on tables with 100k entries)."""
+    size = len(data)
+    return _guarded(location, lambda: _names(_parse(data, None), location, size))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
