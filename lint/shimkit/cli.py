@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "header": "header_cmd",
     "compile": "compile_cmd",
     "rewrite": "rewrite_cmd",
+    "lint": "lint_cmd",
 }
 
 

@@ -1,0 +1,268 @@
+"""The rules table: every check shimkit runs, with a stable ID.
+
+Like Bitcoin Core's symbol-check.py, each rule is one small function over an
+ELF image; the table below names it, gives its severity, its exit-code bit,
+the roles it applies to, a one-line meaning and a fix hint. docs/lint-rules.md
+is the catalogue; tests/lint/test_rules.py keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from shimkit.checks.model import Finding, LintContext, Role, Rule, Severity
+from shimkit.exitcodes import EXIT_COLLISION, EXIT_OTHER_VIOLATION, EXIT_UNPREFIXED
+
+if TYPE_CHECKING:
+    from shimkit.elf import ElfImage
+
+ALL_ROLES = frozenset(Role)
+BLOB_ONLY = frozenset({Role.BLOB})
+OWN_AND_BLOB = frozenset({Role.OWN, Role.BLOB})
+
+# Libraries a blob must not depend on: they drag libtorch (and its copy of
+# the shim ABI) into the process.
+_TORCH_LIBRARY = re.compile(r"^(libtorch|libc10)[^/]*\.so(\..*)?$")
+
+# Itanium-mangled names whose outermost nested name is the c10, at or torch
+# namespace (functions, and their typeinfo/vtable/guard variables). The blob
+# would need libtorch's C++ ABI to load.
+_TORCH_CXX = re.compile(r"^_Z(?:T[VIST]|G[VR])?N[rVKRO]*(?:3c10|2at|5torch)(?=\d|[CDI])")
+
+# Exports every ELF shared object has, or that the toolchain makes weak in
+# every C++ library (the std:: and __gnu_cxx vague-linkage template
+# instantiations). They are not interposition hazards and not reported as
+# collisions.
+_COLLISION_IGNORED_NAMES = frozenset(
+    {"_init", "_fini", "_edata", "_end", "__bss_start", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"}
+)
+_COLLISION_IGNORED = re.compile(
+    r"^_Z(?:T[VIST]|G[VR])?Z?(?:N[rVKRO]*)?(?:St|Sa|Sb|Ss|Si|So|Sd|9__gnu_cxx)"
+)
+
+# Entry points a blob must export so a runtime can create, run and free it.
+# Any one name of a tuple is enough.
+REQUIRED_ENTRY_POINTS: tuple[tuple[str, ...], ...] = (
+    ("AOTInductorModelContainerCreateWithDevice", "AOTInductorModelContainerCreate"),
+    ("AOTInductorModelContainerDelete",),
+    ("AOTInductorModelContainerRun",),
+)
+
+PROXY_EXECUTOR_SHIM = "aoti_torch_proxy_executor_call_function"
+
+
+def _unprefixed_imports(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    rule = RULES_BY_ID["SK001"]
+    for symbol in image.imports:
+        if context.config.is_family(symbol.name):
+            weak = " (weak)" if symbol.binding == "WEAK" else ""
+            yield rule.finding(
+                image,
+                symbol.name,
+                f"imports unprefixed shim symbol {symbol.name}{weak}; "
+                f"expected {context.config.prefixed(symbol.name)}",
+                f"{symbol.name}{weak}",
+            )
+
+
+def _unprefixed_exports(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    rule = RULES_BY_ID["SK002"]
+    for symbol in image.exports:
+        if context.config.is_family(symbol.name):
+            yield rule.finding(
+                image,
+                symbol.name,
+                f"exports unprefixed shim symbol {symbol.name}; "
+                f"expected {context.config.prefixed(symbol.name)}",
+            )
+
+
+def collision_candidate(name: str) -> bool:
+    """True if an export named `name` can interpose a reference library's."""
+    return name not in _COLLISION_IGNORED_NAMES and not _COLLISION_IGNORED.match(name)
+
+
+def _reference_collisions(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    reference = context.reference
+    if reference is None:
+        return
+    rule = RULES_BY_ID["SK003"]
+    candidates = [s.name for s in image.exports if collision_candidate(s.name)]
+    for name in sorted(reference.intersection(candidates)):
+        owners = ", ".join(reference.owners(name))
+        yield rule.finding(
+            image, name, f"exports {name}, which {owners} also exports", f"{name}  [{owners}]"
+        )
+
+
+def _unresolved_prefixed_imports(
+    image: ElfImage, context: LintContext, role: Role
+) -> Iterator[Finding]:
+    providers = context.providers
+    if providers is None:
+        return
+    rule = RULES_BY_ID["SK004"]
+    for symbol in image.imports:
+        name = symbol.name
+        if context.config.is_prefixed_family(name) and name not in providers:
+            if symbol.binding == "WEAK":
+                continue  # a weak import may stay unresolved by design
+            yield rule.finding(image, name, f"imports {name}, which no provider library defines")
+
+
+def _needs_libtorch(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    rule = RULES_BY_ID["SK005"]
+    for needed in image.needed:
+        if _TORCH_LIBRARY.match(needed):
+            yield rule.finding(image, needed, f"has NEEDED {needed}", f"NEEDED {needed}")
+
+
+def torch_cxx_symbol(name: str) -> bool:
+    """True for a mangled C++ name in the c10, at or torch namespaces."""
+    return bool(_TORCH_CXX.match(name))
+
+
+def _imports_torch_cxx(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    rule = RULES_BY_ID["SK006"]
+    for symbol in image.imports:
+        if torch_cxx_symbol(symbol.name):
+            yield rule.finding(image, symbol.name, f"imports libtorch C++ symbol {symbol.name}")
+
+
+def _exec_stack(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    if image.exec_stack:
+        yield RULES_BY_ID["SK007"].finding(
+            image, None, "requests an executable stack", "PT_GNU_STACK is RWE (or missing)"
+        )
+
+
+def _missing_entry_points(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    if image.e_type == "REL":
+        return  # an object file is not a loadable blob yet
+    exported = {s.name for s in image.exports}
+    rule = RULES_BY_ID["SK008"]
+    for alternatives in REQUIRED_ENTRY_POINTS:
+        if not exported.intersection(alternatives):
+            wanted = " or ".join(alternatives)
+            yield rule.finding(image, alternatives[0], f"does not export {wanted}", wanted)
+
+
+def _needs_proxy_executor(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    rule = RULES_BY_ID["SK009"]
+    prefixed = context.config.prefixed(PROXY_EXECUTOR_SHIM)
+    for symbol in image.imports:
+        if symbol.name in (PROXY_EXECUTOR_SHIM, prefixed):
+            yield rule.finding(
+                image,
+                symbol.name,
+                f"imports {symbol.name}: an op has no C shim and needs libtorch's proxy executor",
+            )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="SK001",
+        name="unprefixed-shim-import",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_UNPREFIXED,
+        roles=ALL_ROLES,
+        summary="imports an unprefixed shim-family symbol (weak imports included)",
+        fix="recompile the blob with `shimkit compile` (or rename a built one with "
+        "`shimkit rewrite`); C/C++ code: build with SHIM_PREFIX_DEFINES and the generated "
+        "rename header",
+        check=_unprefixed_imports,
+    ),
+    Rule(
+        id="SK002",
+        name="unprefixed-shim-export",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_UNPREFIXED,
+        roles=OWN_AND_BLOB,
+        summary="one of our libraries exports an unprefixed shim-family symbol",
+        fix="build the shim library with the prefix define (SHIM_PREFIX_DEFINES) so every "
+        "shim is defined under its prefixed name",
+        check=_unprefixed_exports,
+    ),
+    Rule(
+        id="SK003",
+        name="reference-collision",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_COLLISION,
+        roles=OWN_AND_BLOB,
+        summary="exports a symbol that a reference library (libtorch) also exports",
+        fix="prefix or hide the symbol (-fvisibility=hidden, a version script with local: *)",
+        check=_reference_collisions,
+    ),
+    Rule(
+        id="SK004",
+        name="unresolved-prefixed-import",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=ALL_ROLES,
+        summary="imports a prefixed shim symbol that no provider library defines",
+        fix="implement the shim in the shim library, or pass the library that defines it "
+        "with --provider",
+        check=_unresolved_prefixed_imports,
+    ),
+    Rule(
+        id="SK005",
+        name="blob-needs-libtorch",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=BLOB_ONLY,
+        summary="a blob has NEEDED libtorch*/libc10*",
+        fix="compile with inductor_configs={'aot_inductor.link_libtorch': False}, or drop the "
+        "entry with `patchelf --remove-needed`",
+        check=_needs_libtorch,
+    ),
+    Rule(
+        id="SK006",
+        name="blob-imports-torch-cxx",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=BLOB_ONLY,
+        summary="a blob imports C++ symbols of the c10, at or torch namespaces",
+        fix="export the model with ops that have C shims only; blobs must use the C shim ABI",
+        check=_imports_torch_cxx,
+    ),
+    Rule(
+        id="SK007",
+        name="executable-stack",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=ALL_ROLES,
+        summary="requests an executable stack (glibc 2.41+ refuses to dlopen it)",
+        fix="link with -Wl,-z,noexecstack (or `patchelf --clear-execstack`)",
+        check=_exec_stack,
+    ),
+    Rule(
+        id="SK008",
+        name="blob-missing-entry-points",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=BLOB_ONLY,
+        summary="a blob lacks AOTInductorModelContainer* entry points (Create, Delete, Run)",
+        fix="keep AOTInductor* exported (version script `global: AOTInductor*;`)",
+        check=_missing_entry_points,
+    ),
+    Rule(
+        id="SK009",
+        name="blob-needs-proxy-executor",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_OTHER_VIOLATION,
+        roles=BLOB_ONLY,
+        summary="a blob calls the proxy executor: an op has no C shim (slim runtimes lack it)",
+        fix="replace the op with one that has a C shim, or run the model under libtorch",
+        check=_needs_proxy_executor,
+    ),
+)
+
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in RULES}
+
+
+def resolve_rule(key: str) -> Rule | None:
+    """A rule by ID (`SK001`) or name (`unprefixed-shim-import`)."""
+    return RULES_BY_ID.get(key.upper()) or RULES_BY_NAME.get(key)

@@ -1,0 +1,88 @@
+"""A whole lint run from paths: inputs, providers, reference, roles, rules.
+
+Shared by `shimkit lint`, `shimkit gate` and the Bazel lint test runner, so
+they all lint the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from shimkit.checks.engine import LintResult, lint_set
+from shimkit.checks.model import LintContext
+from shimkit.config import ShimConfig
+from shimkit.elf.model import InputError
+
+if TYPE_CHECKING:
+    from shimkit.elf import ElfImage
+
+Progress = Callable[..., None]
+
+
+@dataclass
+class LintOptions:
+    """What the command line (or a Bazel rule) asks of a lint run.
+
+    `references=None` means the default reference (torch's libraries, when
+    torch is installed); an empty tuple means no collision check.
+    """
+
+    paths: Sequence[str]
+    references: Sequence[str] | None = None
+    providers: Sequence[str] = ()
+    force_blob: bool = False
+    own_patterns: Sequence[str] = ()
+    use_cache: bool = True
+    follow_symlinks: bool = True
+    progress: Progress | None = None
+    extra_notes: list[str] = field(default_factory=list)
+
+
+def iter_inputs(
+    paths: Sequence[str], *, follow_symlinks: bool = True, progress: Progress | None = None
+) -> Iterator[ElfImage | InputError]:
+    """Every ELF image under `paths` (files, directories, archives, containers)."""
+    from shimkit.inputs import iter_images
+
+    if paths:
+        yield from iter_images(list(paths), follow_symlinks=follow_symlinks, progress=progress)
+
+
+def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
+    """Lint `options.paths` together (one provider closure) and return the result."""
+    from shimkit.reference import load_reference
+
+    reference = (
+        load_reference(None, use_cache=options.use_cache)
+        if options.references is None
+        else (
+            load_reference(options.references, use_cache=options.use_cache)
+            if options.references
+            else None
+        )
+    )
+    context = LintContext(
+        config=config,
+        force_blob=options.force_blob,
+        own_patterns=tuple(options.own_patterns),
+        reference=reference,
+    )
+    provider_errors: list[InputError] = []
+    provider_names: set[str] = set()
+    for item in iter_inputs(options.providers, follow_symlinks=options.follow_symlinks):
+        if isinstance(item, InputError):
+            provider_errors.append(InputError(item.location, f"provider: {item.message}"))
+        else:
+            provider_names.update(s.name for s in item.exports)
+    images = iter_inputs(
+        options.paths, follow_symlinks=options.follow_symlinks, progress=options.progress
+    )
+    result = lint_set(images, context, extra_providers=provider_names)
+    result.problems.extend(provider_errors)
+    result.problems.sort(key=lambda p: p.location)
+    if reference is not None:
+        result.notes.append("SK003 reference: " + ", ".join(reference.libraries))
+    result.notes.extend(options.extra_notes)
+    return result
