@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "compile": "compile_cmd",
     "rewrite": "rewrite_cmd",
     "lint": "lint_cmd",
+    "gate": "gate_cmd",
 }
 
 

@@ -1,0 +1,235 @@
+"""`shimkit gate --baseline FILE PATH...`: fail on new shim symbols or violations."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from shimkit.checks import Finding, LintResult
+from shimkit.checks.rules import RULES_BY_ID
+from shimkit.checks.run import run_lint
+from shimkit.commands.lint_cmd import add_lint_options, lint_options, write_report
+from shimkit.config import ShimConfig, load_config
+from shimkit.errors import ShimkitError
+from shimkit.exitcodes import EXIT_BASELINE_DRIFT, EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
+from shimkit.gate.baseline import (
+    ArtifactDrift,
+    ArtifactState,
+    diff,
+    dump_baseline,
+    load_baseline,
+    relative_location,
+    snapshot,
+)
+from shimkit.gate.suppressions import Applied, Suppression, apply_suppressions, load_suppressions
+
+HELP = "compare shim symbols and violations with a baseline lock; fail on anything new"
+GATE_SCHEMA = "shimkit.gate/v1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_lint_options(parser)
+    parser.add_argument("--baseline", required=True, metavar="FILE", help="the lock file")
+    parser.add_argument("--update", action="store_true", help="rewrite the baseline")
+    parser.add_argument("--suppressions", metavar="FILE", help="TOML or JSON suppressions")
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="paths in the baseline are relative to DIR (default: the current directory)",
+    )
+    parser.add_argument(
+        "--today",
+        metavar="YYYY-MM-DD",
+        type=_parse_date,
+        help="the date suppressions expire against (default: today, UTC)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--output", metavar="FILE", help="write the report here")
+
+
+def _parse_date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date YYYY-MM-DD: {text!r}") from None
+
+
+def _empty_table_problems(result: LintResult) -> list[str]:
+    """Images without the symbol table the gate relies on: never a pass."""
+    messages = []
+    for artifact in result.artifacts:
+        image = artifact.image
+        if not image.has_symbols:
+            table = ".symtab" if image.e_type == "REL" else ".dynsym"
+            messages.append(f"{artifact.location}: empty or missing {table}; cannot gate it")
+    return messages
+
+
+class GateOutcome:
+    def __init__(self) -> None:
+        self.code = 0
+        self.errors: list[str] = []
+        self.expired: list[Suppression] = []
+        self.suppressed = 0
+        self.drifts: list[ArtifactDrift] = []
+        self.artifacts = 0
+        self.updated: str | None = None
+
+
+def _rel_findings(result: LintResult, root: Path) -> list[tuple[Finding, str]]:
+    return [(f, relative_location(f.location, root)) for f in result.findings]
+
+
+def evaluate(
+    args: argparse.Namespace, config: ShimConfig
+) -> tuple[GateOutcome, dict[str, ArtifactState]]:
+    outcome = GateOutcome()
+    root = Path(args.root) if args.root else Path.cwd()
+    suppressions = load_suppressions(Path(args.suppressions)) if args.suppressions else []
+    today = args.today or dt.datetime.now(dt.timezone.utc).date()
+    options = lint_options(args, progress=True)
+    try:
+        result = run_lint(config, options)
+    finally:
+        if options.progress is not None:
+            options.progress.close()
+    outcome.artifacts = len(result.artifacts)
+    outcome.errors = [str(p) for p in result.problems] + _empty_table_problems(result)
+    if not result.artifacts and not outcome.errors:
+        outcome.errors.append("no ELF artifacts found in the given paths; nothing to gate")
+    if outcome.errors:
+        outcome.code |= EXIT_ERROR
+    applied: Applied = apply_suppressions(_rel_findings(result, root), suppressions, today)
+    outcome.expired = applied.expired
+    outcome.suppressed = len(applied.suppressed)
+    if applied.expired:
+        outcome.code |= EXIT_EXPIRED_SUPPRESSION
+    kept: dict[str, list[Finding]] = {}
+    for finding in applied.kept:
+        kept.setdefault(finding.location, []).append(finding)
+    return outcome, snapshot(result.artifacts, kept, config, root)
+
+
+def _compare(outcome: GateOutcome, current: dict[str, ArtifactState], baseline: Path) -> None:
+    previous = load_baseline(baseline)
+    outcome.drifts = diff(previous, current)
+    for drift in outcome.drifts:
+        if drift.fails:
+            outcome.code |= EXIT_BASELINE_DRIFT
+        for rule_id, _ in drift.added_violations:
+            rule = RULES_BY_ID.get(rule_id)
+            if rule is not None:
+                outcome.code |= rule.exit_bit
+
+
+def _drift_lines(drift: ArtifactDrift) -> list[str]:
+    if drift.status == "gone":
+        return [f"  {drift.path}: gone (in the baseline, not found now)"]
+    lines = [f"  {drift.path}" + (" (new artifact)" if drift.status == "new" else "")]
+    for name in drift.added_imports:
+        lines.append(f"    + import {name}")
+    for name in drift.added_exports:
+        lines.append(f"    + export {name}")
+    for rule, symbol in drift.added_violations:
+        lines.append(f"    + violation {rule} {symbol}".rstrip())
+    for name in drift.removed_imports:
+        lines.append(f"    - import {name}")
+    for name in drift.removed_exports:
+        lines.append(f"    - export {name}")
+    for rule, symbol in drift.removed_violations:
+        lines.append(f"    - violation {rule} {symbol}".rstrip())
+    return lines
+
+
+def render_text(outcome: GateOutcome, baseline: str) -> str:
+    lines: list[str] = []
+    for error in outcome.errors:
+        lines.append(f"error {error}")
+    for suppression in outcome.expired:
+        lines.append(f"error {suppression.describe()} has expired: fix the finding or renew it")
+    changed = [d for d in outcome.drifts if d.changed]
+    if changed:
+        lines.append(f"changes since {baseline}:")
+        for drift in changed:
+            lines.extend(_drift_lines(drift))
+    if outcome.updated is not None:
+        lines.append(f"shimkit gate: wrote {outcome.updated} ({outcome.artifacts} artifact(s))")
+    elif outcome.code:
+        hint = " (accept with --update)" if outcome.code & EXIT_BASELINE_DRIFT else ""
+        lines.append(f"shimkit gate: FAIL, exit {outcome.code}{hint}")
+    else:
+        extra = f", {outcome.suppressed} suppressed" if outcome.suppressed else ""
+        lines.append(f"shimkit gate: {outcome.artifacts} artifact(s) match {baseline}{extra}")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(outcome: GateOutcome, baseline: str) -> str:
+    document = {
+        "schema": GATE_SCHEMA,
+        "baseline": baseline,
+        "exit_code": outcome.code,
+        "artifacts": outcome.artifacts,
+        "updated": outcome.updated is not None,
+        "errors": outcome.errors,
+        "suppressed": outcome.suppressed,
+        "expired_suppressions": [
+            {
+                "index": s.index + 1,
+                "rule": s.rule_id,
+                "symbol": s.symbol,
+                "owner": s.owner,
+                "expires": s.expires.isoformat(),
+            }
+            for s in outcome.expired
+        ],
+        "drift": [
+            {
+                "path": d.path,
+                "status": d.status,
+                "fails": d.fails,
+                "added": {
+                    "imports": d.added_imports,
+                    "exports": d.added_exports,
+                    "violations": [{"rule": r, "symbol": s} for r, s in d.added_violations],
+                },
+                "removed": {
+                    "imports": d.removed_imports,
+                    "exports": d.removed_exports,
+                    "violations": [{"rule": r, "symbol": s} for r, s in d.removed_violations],
+                },
+            }
+            for d in outcome.drifts
+            if d.changed
+        ],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    baseline = Path(args.baseline)
+    outcome, current = evaluate(args, config)
+    if args.update:
+        if outcome.code & EXIT_ERROR:
+            outcome.errors.append(f"{baseline}: not written: fix the input errors first")
+        else:
+            try:
+                baseline.write_text(dump_baseline(current, config), encoding="utf-8")
+            except OSError as exc:
+                raise ShimkitError(f"{baseline}: cannot write baseline: {exc.strerror}") from None
+            outcome.updated = str(baseline)
+    else:
+        try:
+            _compare(outcome, current, baseline)
+        except ShimkitError as exc:
+            outcome.errors.append(str(exc))
+            outcome.code |= EXIT_ERROR
+    render = render_json if args.format == "json" else render_text
+    text = render(outcome, str(baseline))
+    write_report(text, args.output)
+    if args.output and outcome.code:
+        sys.stderr.write(f"shimkit gate: FAIL, exit {outcome.code} (report in {args.output})\n")
+    return outcome.code
