@@ -28,6 +28,20 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # Repository names under which a .bzl may refer to this repository itself.
 SELF_REPOS = frozenset({"", "shimkit"})
 
+# External repositories the fakes can load from: name -> directory in this repository
+# (the same offline stubs the WORKSPACE points Bazel 4.2.3 at).
+DEFAULT_REPOS: Mapping[str, str] = {"rules_cc": "third_party/rules_cc_stub"}
+
+_PACKAGE_ARGS = {
+    "default_visibility",
+    "default_testonly",
+    "default_deprecation",
+    "default_applicable_licenses",
+    "default_package_metadata",
+    "features",
+    "licenses",
+}
+
 BAZEL = "bazel"
 BUCK2 = "buck2"
 BACKENDS = (BAZEL, BUCK2)
@@ -168,6 +182,22 @@ _BAZEL_RULES: dict[str, dict[str, str]] = {
         "stamp": "bool",
     },
     "alias": {**_COMMON_BAZEL, "actual": "str"},
+    "py_test": {
+        **_COMMON_BAZEL,
+        "srcs": "str_list",
+        "deps": "str_list",
+        "data": "str_list",
+        "args": "str_list",
+        "env": "str_dict",
+        "main": "str",
+        "imports": "str_list",
+        "python_version": "str",
+        "srcs_version": "str",
+        "size": "str",
+        "timeout": "str",
+        "flaky": "bool",
+        "local": "bool",
+    },
     "test_suite": {**_COMMON_BAZEL, "tests": "str_list"},
 }
 
@@ -292,7 +322,14 @@ _BACKENDS = {
     BAZEL: _Backend(
         BAZEL,
         _BAZEL_RULES,
-        ("existing_rule", "existing_rules", "package_name", "repository_name", "glob"),
+        (
+            "existing_rule",
+            "existing_rules",
+            "package_name",
+            "repository_name",
+            "glob",
+            "exports_files",
+        ),
     ),
     BUCK2: _Backend(
         BUCK2,
@@ -308,12 +345,14 @@ class FakeBuild:
 
     `overrides` maps repository-relative .bzl paths to replacement file contents (used
     to evaluate the real rules against, e.g., a modified shim_symbol_prefix.bzl).
+    `repos` maps external repository names to directories of this repository.
     `config` is what `native.read_config` (Buck2) answers, keyed by (section, key).
     """
 
     backend: str
     root: Path = REPO_ROOT
     overrides: Mapping[str, str] = field(default_factory=dict)
+    repos: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_REPOS))
     config: Mapping[tuple[str, str], str] = field(default_factory=dict)
     calls: list[RuleCall] = field(default_factory=list)
     loaded: dict[str, sl.FrozenModule] = field(default_factory=dict)
@@ -334,6 +373,12 @@ class FakeBuild:
         )
 
     # -- public API ---------------------------------------------------------------------
+
+    def run_build_file(self, relpath: str) -> list[RuleCall]:
+        """Evaluate a real BUILD file of this repository (e.g. examples/basic/BUILD.bazel)."""
+        path = self.root / relpath
+        package = Path(relpath).parent.as_posix()
+        return self.run_build(path.read_text(encoding="utf-8"), "" if package == "." else package)
 
     def run_build(self, source: str, package: str = "pkg") -> list[RuleCall]:
         """Evaluate `source` as the BUILD/BUCK file of `package`; return its rule calls."""
@@ -373,17 +418,29 @@ class FakeBuild:
         self._eval(module, "<symbol>", source, "")
         return module["value"]
 
-    @staticmethod
-    def resolve(label: str, from_package: str = "") -> str:
-        """Repository-relative path of a .bzl label; only this repository is known."""
+    def call(self, label: str, function: str, *args: Any) -> Any:
+        """Call `function` from the .bzl at `label` with JSON-like `args` (in a BUILD)."""
+        module = sl.Module()
+        self._install(module, build_file=True)
+        arglist = ", ".join(json.dumps(a) for a in args)
+        source = f"load({json.dumps(label)}, _f = {json.dumps(function)})\nvalue = _f({arglist})\n"
+        self._package = "pkg"
+        self._eval(module, "pkg/<call>", source, "pkg")
+        return module["value"]
+
+    def resolve(self, label: str, from_package: str = "") -> str:
+        """Path (relative to `root`) of a .bzl label: this repository or one of `repos`."""
         match = re.fullmatch(r"(?:@{1,2}([\w.~+-]*))?(//)?([\w./+-]*)?(?::([\w./+-]+))?", label)
         if not match or not label.endswith(".bzl"):
             raise BzlError(f"load({label!r}): not a .bzl label")
         repo, absolute, package, target = match.groups()
+        base = ""
         if repo is not None and repo not in SELF_REPOS:
-            raise BzlError(f"load({label!r}): repository @{repo} is not available here")
+            if repo not in self.repos:
+                raise BzlError(f"load({label!r}): repository @{repo} is not available here")
+            base = self.repos[repo]
         if absolute:
-            package = package or ""
+            package = str(Path(base) / package) if base else package or ""
             if target is None:  # //pkg/file.bzl is not a label
                 raise BzlError(f"load({label!r}): missing ':' before the file name")
         else:
@@ -437,8 +494,13 @@ class FakeBuild:
                 module.add_callable(kind, fn)
             names.append(kind)
         for helper in self._spec.helpers:
-            module.add_callable(f"_fake_native_{helper}", getattr(self, f"_h_{helper}"))
+            fn = getattr(self, f"_h_{helper}")
+            module.add_callable(f"_fake_native_{helper}", fn)
+            if build_file and self.backend == BAZEL:  # BUILD globals in Bazel, too
+                module.add_callable(helper, fn)
             names.append(helper)
+        if build_file and self.backend == BAZEL:
+            module.add_callable("package", self._h_package)
         if not build_file:
             fields = ", ".join(f"{n} = _fake_native_{n}" for n in names)
             prelude = sl.parse("<fake native>", f"native = struct({fields})\n", self._dialect)
@@ -507,6 +569,17 @@ class FakeBuild:
         for pattern in exclude or []:
             found.difference_update(str(p.relative_to(base)) for p in base.glob(pattern))
         return sorted(found)
+
+    def _h_exports_files(
+        self, srcs: list[str], visibility: list[str] | None = None, licenses: Any = None
+    ) -> None:
+        if not isinstance(srcs, list) or not all(isinstance(s, str) for s in srcs):
+            self._reject(f"exports_files() in //{self._package}: srcs must be a list of strings")
+
+    def _h_package(self, **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - _PACKAGE_ARGS)
+        if unknown:
+            self._reject(f"package() in //{self._package}: no such argument {unknown[0]!r}")
 
     # Buck2 helpers
     def _h_rule_exists(self, name: str) -> bool:
