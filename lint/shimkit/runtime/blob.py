@@ -1,0 +1,107 @@
+"""Read blob bytes (and what the inputs must look like) from a .pt2 or a .so."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shimkit.errors import ShimkitError
+
+_ELF_MAGIC = b"\x7fELF"
+_EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Expected dtype (numpy name) and sizes of one input; None = not fixed."""
+
+    dtype: str | None
+    shape: tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
+class BlobSource:
+    """The blob's bytes, where they came from, and input specs if known."""
+
+    path: Path
+    member: str | None
+    data: bytes
+    inputs: tuple[InputSpec, ...] | None = field(default=None)
+
+
+# Inductor's generated input checks (wrapper .cpp, check_input_N functions).
+_CHECK_FN = re.compile(r"static void check_input_(\d+)\(\s*AtenTensorHandle\* input_handles\s*\)"
+                       r"\s*\{(.*?)\n\}", re.S)
+_DTYPE = re.compile(r"_expected_dtype = aoti_torch_dtype_(\w+)\(\);")
+_FIXED_DIM = re.compile(r"if \((\d+) != \w+_size\[(\d+)\]\)")
+_ANY_DIM = re.compile(r"\w+_size\[(\d+)\]")
+_NUMPY_NAMES = {"bool": "bool", "bfloat16": None}
+
+
+def _input_specs(source: str) -> tuple[InputSpec, ...] | None:
+    specs: dict[int, InputSpec] = {}
+    for match in _CHECK_FN.finditer(source):
+        body = match.group(2)
+        dtype = _DTYPE.search(body)
+        dims = [int(d) for d in _ANY_DIM.findall(body)]
+        shape: list[int | None] = [None] * (max(dims) + 1 if dims else 0)
+        for value, index in _FIXED_DIM.findall(body):
+            shape[int(index)] = int(value)
+        name = dtype.group(1) if dtype else None
+        specs[int(match.group(1))] = InputSpec(
+            dtype=_NUMPY_NAMES.get(name, name) if name else None,
+            shape=tuple(shape) if dims else None,
+        )
+    if not specs or sorted(specs) != list(range(len(specs))):
+        return None
+    return tuple(specs[i] for i in range(len(specs)))
+
+
+def _from_pt2(path: Path) -> BlobSource:
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ShimkitError(f"{path}: not a .pt2 archive: {exc}") from None
+    with archive:
+        names = archive.namelist()
+        external = [n for n in names if any(w in n for w in _EXTERNAL_WEIGHTS)]
+        if external:
+            raise ShimkitError(
+                f"{path}: weights stored outside the blob ({external[0]}) are not supported; "
+                "package constants in the .so (Inductor's default)"
+            )
+        blobs = [n for n in names if "/data/aotinductor/" in n and n.endswith(".so")]
+        if len(blobs) != 1:
+            found = ", ".join(blobs) or "none"
+            raise ShimkitError(f"{path}: expected exactly one AOTInductor blob .so, found {found}")
+        member = blobs[0]
+        data = archive.read(member)
+        specs = None
+        wrapper = [
+            n for n in names
+            if n.startswith(member.rsplit("/", 1)[0]) and n.endswith(".wrapper.cpp")
+        ]
+        if len(wrapper) == 1:
+            specs = _input_specs(archive.read(wrapper[0]).decode("utf-8", "replace"))
+    return BlobSource(path=path, member=member, data=data, inputs=specs)
+
+
+def read_blob(path: str | Path) -> BlobSource:
+    """Blob bytes from a `.pt2` package or a blob `.so` (checked to be ELF)."""
+    path = Path(path)
+    try:
+        head = path.open("rb").read(4)
+    except OSError as exc:
+        raise ShimkitError(f"{path}: cannot read: {exc.strerror}") from None
+    if head.startswith(b"PK"):
+        source = _from_pt2(path)
+    elif head == _ELF_MAGIC:
+        source = BlobSource(path=path, member=None, data=path.read_bytes())
+    else:
+        raise ShimkitError(f"{path}: neither a .pt2 archive nor an ELF blob")
+    if not source.data.startswith(_ELF_MAGIC):
+        where = f"{path}:{source.member}" if source.member else str(path)
+        raise ShimkitError(f"{where}: blob is not an ELF file")
+    return source

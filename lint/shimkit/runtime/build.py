@@ -1,0 +1,131 @@
+"""Find (or build) the slim shim and runtime shared libraries.
+
+Lookup order:
+1. `$SHIMKIT_LIB_DIR`: a directory holding `libshimkit_shims.so` and
+   `libshimkit_runtime.so` (e.g. Bazel's `bazel-bin/runtime`, or an install).
+2. A build from this checkout's `shims/` and `runtime/` sources with `g++`
+   into `build/runtime/<variant>/`, redone only when a source or flag changes.
+
+Variants: "release" (-O2) and "asan" (-fsanitize=address,undefined). The
+prefix define comes from the shim config, never from a literal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from shimkit.config import load_config
+from shimkit.errors import ShimkitError
+
+LIB_DIR_ENV = "SHIMKIT_LIB_DIR"
+SHIMS_LIB = "libshimkit_shims.so"
+RUNTIME_LIB = "libshimkit_runtime.so"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+VARIANTS = ("release", "asan")
+
+_COMMON = ["-std=c++17", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
+_VARIANT_FLAGS = {
+    "release": ["-O2"],
+    "asan": ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"],
+}
+_LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
+
+
+@dataclass(frozen=True)
+class RuntimeLibs:
+    """Paths of the two libraries a process needs to run prefixed blobs."""
+
+    shims: Path
+    runtime: Path
+
+
+def _sources() -> tuple[list[Path], list[Path], list[Path]]:
+    shims = sorted((REPO_ROOT / "shims").glob("*.cpp"))
+    runtime = sorted((REPO_ROOT / "runtime").glob("*.cpp"))
+    headers = sorted((REPO_ROOT / "shims").glob("*.h")) + sorted(
+        (REPO_ROOT / "runtime").glob("*.h")
+    )
+    return shims, runtime, headers
+
+
+def _compile(source: Path, obj: Path, flags: list[str]) -> None:
+    cmd = ["g++", *flags, "-I", str(REPO_ROOT), "-c", str(source), "-o", str(obj)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["?"])[0]
+        raise ShimkitError(f"{source}: does not compile: {first}")
+
+
+def _link(objs: list[Path], out: Path, flags: list[str], extra: list[str]) -> None:
+    cmd = ["g++", *flags, *_LINK_COMMON, "-o", str(out), *map(str, objs), *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["?"])[0]
+        raise ShimkitError(f"{out}: link failed: {first}")
+
+
+def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
+    """Compile shims and runtime for `variant` unless an up-to-date build exists."""
+    if variant not in VARIANTS:
+        raise ShimkitError(f"unknown runtime build variant {variant!r} (use {VARIANTS})")
+    shims, runtime, headers = _sources()
+    if not shims or not runtime:
+        raise ShimkitError(
+            f"{REPO_ROOT}: no shims/ or runtime/ sources here; set ${LIB_DIR_ENV} to a "
+            "directory with the built libraries"
+        )
+    if shutil.which("g++") is None:
+        raise ShimkitError(f"g++ not found: install it or set ${LIB_DIR_ENV}")
+    config = load_config()
+    flags = [*_COMMON, *_VARIANT_FLAGS[variant], *config.flags]
+    digest = hashlib.sha256(" ".join(flags).encode())
+    for path in [*shims, *runtime, *headers]:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    key = digest.hexdigest()[:16]
+    out = out_dir or REPO_ROOT / "build" / "runtime" / variant
+    out.mkdir(parents=True, exist_ok=True)
+    libs = RuntimeLibs(out / SHIMS_LIB, out / RUNTIME_LIB)
+    stamp = out / "stamp"
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == key and libs.shims.exists():
+            return libs
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            work = Path(tmp)
+            jobs = [(s, work / f"{s.parent.name}_{s.stem}.o") for s in [*shims, *runtime]]
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+                list(pool.map(lambda job: _compile(job[0], job[1], flags), jobs))
+            objs = dict(jobs)
+            shim_out, runtime_out = work / SHIMS_LIB, work / RUNTIME_LIB
+            _link([objs[s] for s in shims], shim_out, flags, ["-lopenblas"])
+            _link(
+                [objs[s] for s in runtime],
+                runtime_out,
+                flags,
+                [f"-L{work}", "-lshimkit_shims", "-Wl,-rpath,$ORIGIN", "-ldl"],
+            )
+            os.replace(shim_out, libs.shims)
+            os.replace(runtime_out, libs.runtime)
+        stamp.write_text(key)
+    return libs
+
+
+def find_libraries(variant: str = "release") -> RuntimeLibs:
+    """The libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
+    env = os.environ.get(LIB_DIR_ENV)
+    if env:
+        libs = RuntimeLibs(Path(env) / SHIMS_LIB, Path(env) / RUNTIME_LIB)
+        for lib in (libs.shims, libs.runtime):
+            if not lib.is_file():
+                raise ShimkitError(f"{lib}: not found (${LIB_DIR_ENV}={env})")
+        return libs
+    return build(variant)

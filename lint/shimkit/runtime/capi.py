@@ -1,0 +1,90 @@
+"""ctypes declarations for runtime/shimkit_runtime.h."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+from shimkit.errors import ShimkitError
+from shimkit.runtime.build import RuntimeLibs, find_libraries
+
+MAX_DIMS = 8
+
+# numpy dtype name <-> torch ScalarType number (the shims' dtype encoding).
+DTYPE_CODES: dict[str, int] = {
+    "uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
+    "float32": 6, "float64": 7, "bool": 11, "uint16": 27, "uint32": 28, "uint64": 29,
+}
+CODE_DTYPES: dict[int, str] = {code: name for name, code in DTYPE_CODES.items()}
+
+
+class Tensor(ctypes.Structure):
+    """shimkit_tensor: data pointer, sizes/strides (elements), ndim, dtype."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("sizes", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+    ]
+
+
+class RuntimeLib:
+    """The loaded runtime library with typed entry points."""
+
+    def __init__(self, libs: RuntimeLibs) -> None:
+        self.paths = libs
+        try:
+            self.lib = ctypes.CDLL(str(libs.runtime))
+        except OSError as exc:
+            raise ShimkitError(f"{libs.runtime}: cannot load the runtime: {exc}") from None
+        lib = self.lib
+        p, sz, i = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+        lib.shimkit_last_error.restype = ctypes.c_char_p
+        lib.shimkit_provider_path.restype = ctypes.c_char_p
+        lib.shimkit_check_blob.argtypes = [ctypes.c_char_p, sz]
+        lib.shimkit_check_blob.restype = i
+        lib.shimkit_model_load.argtypes = [ctypes.c_char_p, sz, ctypes.POINTER(p)]
+        lib.shimkit_model_load.restype = i
+        lib.shimkit_model_free.argtypes = [p]
+        lib.shimkit_model_free.restype = None
+        lib.shimkit_model_num_inputs.argtypes = [p]
+        lib.shimkit_model_num_inputs.restype = sz
+        lib.shimkit_model_num_outputs.argtypes = [p]
+        lib.shimkit_model_num_outputs.restype = sz
+        lib.shimkit_model_temp_path.argtypes = [p]
+        lib.shimkit_model_temp_path.restype = ctypes.c_char_p
+        lib.shimkit_model_input_name.argtypes = [p, sz]
+        lib.shimkit_model_input_name.restype = ctypes.c_char_p
+        lib.shimkit_model_run.argtypes = [p, ctypes.POINTER(Tensor), sz, ctypes.POINTER(Tensor), sz]
+        lib.shimkit_model_run.restype = i
+        lib.shimkit_model_run_into.argtypes = [
+            p, ctypes.POINTER(Tensor), sz, ctypes.POINTER(Tensor), sz, ctypes.c_char_p
+        ]
+        lib.shimkit_model_run_into.restype = i
+        lib.shimkit_model_bench.argtypes = [
+            p, ctypes.POINTER(Tensor), sz, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
+        ]
+        lib.shimkit_model_bench.restype = i
+
+    def last_error(self) -> str:
+        raw = self.lib.shimkit_last_error()
+        return raw.decode("utf-8", "replace") if raw else "unknown error"
+
+    def provider_path(self) -> Path | None:
+        raw = self.lib.shimkit_provider_path()
+        return Path(raw.decode()) if raw else None
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, RuntimeLib] = {}
+
+
+def runtime_lib(variant: str = "release") -> RuntimeLib:
+    """The process-wide runtime library for `variant` (loaded once)."""
+    with _LOCK:
+        if variant not in _LOADED:
+            _LOADED[variant] = RuntimeLib(find_libraries(variant))
+        return _LOADED[variant]

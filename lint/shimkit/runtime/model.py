@@ -1,0 +1,208 @@
+"""`shimkit.runtime.load(path) -> Model`: call it with arrays, get arrays back."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shimkit.errors import ShimkitError
+from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
+from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
+
+
+def _as_array(value: Any, index: int) -> np.ndarray:
+    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense)."""
+    if isinstance(value, np.ndarray):
+        return value
+    device = getattr(value, "device", None)
+    if device is not None and hasattr(value, "numpy"):
+        if getattr(device, "type", "cpu") != "cpu":
+            raise ShimkitError(f"input {index}: tensor is on {device}; the runtime is CPU-only")
+        return value.detach().numpy()
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ShimkitError(f"input {index}: not an array: {exc}") from None
+
+
+def _address(array: np.ndarray) -> int:
+    """Address of a C-contiguous array's first byte (fast path via ctypes)."""
+    if array.flags.writeable and array.nbytes:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    return int(array.ctypes.data)
+
+
+def _check_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
+    if spec.dtype is not None and array.dtype.name != spec.dtype:
+        raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {array.dtype.name}")
+    if spec.shape is not None:
+        shape_ok = len(spec.shape) == array.ndim and all(
+            want is None or want == got for want, got in zip(spec.shape, array.shape, strict=True)
+        )
+        if not shape_ok:
+            want = "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
+            raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
+
+
+class Model:
+    """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
+
+    def __init__(self, source: BlobSource, variant: str = "release") -> None:
+        self.source = source
+        self._rt: RuntimeLib = runtime_lib(variant)
+        handle = ctypes.c_void_p()
+        rc = self._rt.lib.shimkit_model_load(source.data, len(source.data), ctypes.byref(handle))
+        if rc != 0:
+            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+        self._handle: ctypes.c_void_p | None = handle
+        self.num_inputs = int(self._rt.lib.shimkit_model_num_inputs(handle))
+        self.num_outputs = int(self._rt.lib.shimkit_model_num_outputs(handle))
+        specs = source.inputs
+        if specs is not None and len(specs) != self.num_inputs:
+            specs = None  # metadata disagrees with the blob: trust the blob
+        self.input_specs = specs
+        self._in = (Tensor * max(self.num_inputs, 1))()
+        self._out = (Tensor * max(self.num_outputs, 1))()
+        self._geometry: list[tuple[Any, ...] | None] = [None] * self.num_inputs
+        # Output shape/dtype seen last time: the next call preallocates them and
+        # the C side copies straight into them (one ctypes call per run).
+        self._out_geometry: list[tuple[tuple[int, ...], np.dtype] | None] = [
+            None
+        ] * self.num_outputs
+        self._copied = ctypes.create_string_buffer(max(self.num_outputs, 1))
+
+    def _where(self) -> str:
+        src = self.source
+        return f"{src.path}:{src.member}" if src.member else str(src.path)
+
+    @property
+    def temp_path(self) -> Path | None:
+        """The private temp file the blob runs from (None once closed)."""
+        if self._handle is None:
+            return None
+        return Path(self._rt.lib.shimkit_model_temp_path(self._handle).decode())
+
+    @property
+    def input_names(self) -> list[str | None]:
+        names: list[str | None] = []
+        for i in range(self.num_inputs):
+            raw = self._rt.lib.shimkit_model_input_name(self._handle, i)
+            names.append(raw.decode() if raw else None)
+        return names
+
+    def _prepare(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """Arrays to pass (kept alive by the caller); fills the input descriptors."""
+        if self._handle is None:
+            raise ShimkitError(f"{self._where()}: model is closed")
+        if len(inputs) != self.num_inputs:
+            raise ShimkitError(
+                f"{self._where()}: model takes {self.num_inputs} inputs, got {len(inputs)}"
+            )
+        arrays = []
+        for i, value in enumerate(inputs):
+            array = value if type(value) is np.ndarray else _as_array(value, i)
+            key = (array.shape, array.dtype.num)
+            if self._geometry[i] != key:
+                self._describe_input(i, array)
+                self._geometry[i] = key
+            if not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
+            self._in[i].data = _address(array)
+            arrays.append(array)
+        return arrays
+
+    def _describe_input(self, i: int, array: np.ndarray) -> None:
+        if self.input_specs is not None:
+            _check_spec(array, self.input_specs[i], i)
+        code = DTYPE_CODES.get(array.dtype.name)
+        if code is None:
+            raise ShimkitError(f"input {i}: unsupported dtype {array.dtype.name}")
+        if array.ndim > MAX_DIMS:
+            raise ShimkitError(f"input {i}: {array.ndim} dimensions (at most {MAX_DIMS})")
+        desc = self._in[i]
+        desc.ndim, desc.dtype = array.ndim, code
+        stride = 1
+        for d in range(array.ndim - 1, -1, -1):
+            desc.sizes[d] = array.shape[d]
+            desc.strides[d] = stride
+            stride *= max(array.shape[d], 1)
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        keep_alive = self._prepare(inputs)
+        results: list[np.ndarray | None] = [None] * self.num_outputs
+        for i, geometry in enumerate(self._out_geometry):
+            if geometry is not None:
+                buffer = np.empty(geometry[0], geometry[1])
+                self._out[i].data = _address(buffer)
+                results[i] = buffer
+            else:
+                self._out[i].data = None
+        rc = self._rt.lib.shimkit_model_run_into(
+            self._handle, self._in, self.num_inputs, self._out, self.num_outputs, self._copied
+        )
+        del keep_alive
+        if rc != 0:
+            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+        copied = self._copied.raw
+        for i in range(self.num_outputs):
+            if not copied[i]:
+                results[i] = self._output(i)
+        return results  # type: ignore[return-value]
+
+    def _output(self, index: int) -> np.ndarray:
+        """Copy of an output the model owns; remembers its geometry for next time."""
+        desc = self._out[index]
+        name = CODE_DTYPES.get(desc.dtype)
+        if name is None:
+            raise ShimkitError(f"output {index}: dtype code {desc.dtype} has no numpy equivalent")
+        dtype = np.dtype(name)
+        shape = tuple(desc.sizes[: desc.ndim])
+        strides = tuple(desc.strides[: desc.ndim])
+        self._out_geometry[index] = (shape, dtype)
+        if 0 in shape:
+            return np.empty(shape, dtype)
+        span = 1 + sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
+        buffer = (ctypes.c_char * (span * dtype.itemsize)).from_address(desc.data)
+        flat = np.frombuffer(buffer, dtype=dtype, count=span)
+        view = np.lib.stride_tricks.as_strided(
+            flat, shape=shape, strides=tuple(st * dtype.itemsize for st in strides)
+        )
+        return np.array(view, copy=True)
+
+    def bench(self, *inputs: Any, iterations: int = 1000) -> float:
+        """Mean ns per run of the C run loop alone (no Python in the loop)."""
+        keep_alive = self._prepare(inputs)
+        result = ctypes.c_double()
+        rc = self._rt.lib.shimkit_model_bench(
+            self._handle, self._in, self.num_inputs, iterations, ctypes.byref(result)
+        )
+        del keep_alive
+        if rc != 0:
+            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+        return float(result.value)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._rt.lib.shimkit_model_free(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
+            self.close()
+
+
+def load(path: str | os.PathLike[str], *, variant: str = "release") -> Model:
+    """Load a `.pt2` package or a blob `.so` onto the slim runtime."""
+    return Model(read_blob(Path(path)), variant=variant)

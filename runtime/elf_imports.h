@@ -1,0 +1,28 @@
+// Minimal, bounds-checked reader of an ELF64 shared object's dynamic symbol
+// table, used to vet a blob BEFORE dlopen (ld.so kills the process when a
+// static initialiser calls a shim nobody provides).
+#ifndef SHIMKIT_RUNTIME_ELF_IMPORTS_H_
+#define SHIMKIT_RUNTIME_ELF_IMPORTS_H_
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace shimkit {
+
+struct ElfSymbols {
+  // Undefined, non-weak symbols without a symbol version (what the shim
+  // provider, or another unversioned library, must supply).
+  std::vector<std::string> unversioned_imports;
+  // Names of defined, global or weak, dynamic symbols.
+  std::set<std::string> exports;
+};
+
+// Parses `bytes`; on failure returns false and sets *error to one line.
+bool read_elf_symbols(const unsigned char* bytes, size_t size, ElfSymbols* out,
+                      std::string* error);
+
+}  // namespace shimkit
+
+#endif  // SHIMKIT_RUNTIME_ELF_IMPORTS_H_

@@ -1,0 +1,164 @@
+// The slice of the AOTInductor C shim ABI (torch 2.13 `aoti_torch/c/shim.h` and
+// `generated/c_shim_cpu.h`) that shimkit's slim CPU shims implement.
+//
+// Types match torch's: AtenTensorHandle is an opaque pointer, AOTITorchError an
+// int32_t. Every name goes through the generated rename header, so compiling
+// with -D<prefix define>=<prefix> turns `aoti_torch_x` into the private
+// `<prefix>aoti_torch_x` in declarations, definitions and calls alike.
+#ifndef SHIMKIT_SHIMS_AOTI_SHIM_ABI_H_
+#define SHIMKIT_SHIMS_AOTI_SHIM_ABI_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shims/aoti_shim_rename.h"
+
+#if defined(__GNUC__)
+#define SHIMKIT_EXPORT __attribute__((__visibility__("default")))
+#else
+#define SHIMKIT_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct AtenTensorOpaque;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+struct AOTIProxyExecutorOpaque;
+typedef struct AOTIProxyExecutorOpaque* AOTIProxyExecutorHandle;
+typedef int32_t AOTITorchError;
+
+#define AOTI_TORCH_SUCCESS 0
+#define AOTI_TORCH_FAILURE 1
+
+// Constants.
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_cpu(void);
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_cuda(void);
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_meta(void);
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_xpu(void);
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_mps(void);
+SHIMKIT_EXPORT int32_t aoti_torch_device_type_privateuse1(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_bfloat16(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_float16(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_float32(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_float64(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_uint8(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_uint16(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_uint32(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_uint64(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_int8(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_int16(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_int32(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_int64(void);
+SHIMKIT_EXPORT int32_t aoti_torch_dtype_bool(void);
+SHIMKIT_EXPORT size_t aoti_torch_dtype_element_size(int32_t dtype);
+SHIMKIT_EXPORT int32_t aoti_torch_layout_strided(void);
+SHIMKIT_EXPORT int32_t aoti_torch_memory_format_contiguous_format(void);
+SHIMKIT_EXPORT int32_t aoti_torch_memory_format_channels_last(void);
+SHIMKIT_EXPORT int32_t aoti_torch_memory_format_channels_last_3d(void);
+SHIMKIT_EXPORT int32_t aoti_torch_memory_format_preserve_format(void);
+
+// Grad mode (inference only: kept per thread, never used).
+SHIMKIT_EXPORT bool aoti_torch_grad_mode_is_enabled(void);
+SHIMKIT_EXPORT void aoti_torch_grad_mode_set_enabled(bool enabled);
+
+// Lifecycle and attributes.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d,
+                                                    int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret);
+
+// Creation and views.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig,
+                                                           AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
+                                                             const int64_t* sizes_ptr,
+                                                             const int64_t* strides_ptr,
+                                                             int64_t storage_offset,
+                                                             AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_as_strided(AtenTensorHandle self,
+                                                    const int64_t* sizes_ptr,
+                                                    const int64_t* strides_ptr,
+                                                    AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
+                                                       const int64_t* strides_ptr, int32_t dtype,
+                                                       int32_t device_type, int32_t device_index,
+                                                       AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_empty_strided_pinned(
+    int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
+    int32_t device_type, int32_t device_index, AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret, int32_t layout, const uint8_t* opaque_metadata,
+    int64_t opaque_metadata_size);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self,
+                                                                AtenTensorHandle* ret);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
+                                               int32_t non_blocking);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src,
+                                                        AtenTensorHandle dst);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
+                                                            AtenTensorHandle* ret_dst);
+
+// Fallback ops the CPU test models need.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat1,
+                                                       AtenTensorHandle mat2, double beta,
+                                                       double alpha);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                    AtenTensorHandle mat2);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                     AtenTensorHandle mat2);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding,
+    int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim,
+                                                  int32_t largest, int32_t sorted,
+                                                  AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable,
+                                                         int64_t dim, int32_t descending,
+                                                         AtenTensorHandle* ret0,
+                                                         AtenTensorHandle* ret1);
+
+// Ops with no C shim reach libtorch through the proxy executor; the slim
+// runtime has none and reports a clear error instead.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_proxy_executor_call_function(
+    AOTIProxyExecutorHandle proxy_executor, int extern_node_index, int num_ints,
+    int64_t* flatten_int_args, int num_tensors, AtenTensorHandle* flatten_tensor_args);
+
+// Not part of torch's ABI (no shim-family name): the last error message of
+// the calling thread, "" if none. Valid until the next shim call on the thread.
+SHIMKIT_EXPORT const char* shimkit_shim_last_error(void);
+SHIMKIT_EXPORT void shimkit_shim_clear_error(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // SHIMKIT_SHIMS_AOTI_SHIM_ABI_H_

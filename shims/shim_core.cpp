@@ -1,0 +1,358 @@
+// Slim CPU shims: constants, grad mode, lifecycle, attributes, creation,
+// views and copies. Names are renamed to the private ABI by the header.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shims/shim_internal.h"
+
+namespace shimkit {
+namespace {
+thread_local std::string g_last_error;
+thread_local bool g_grad_enabled = false;
+}  // namespace
+
+void set_last_error(std::string message) { g_last_error = std::move(message); }
+}  // namespace shimkit
+
+using shimkit::as_tensor;
+using shimkit::check_out;
+using shimkit::ShimError;
+using shimkit::SlimTensor;
+using shimkit::to_handle;
+namespace dt = shimkit::dtype;
+namespace dev = shimkit::device;
+
+extern "C" {
+
+const char* shimkit_shim_last_error(void) { return shimkit::g_last_error.c_str(); }
+void shimkit_shim_clear_error(void) { shimkit::g_last_error.clear(); }
+
+int32_t aoti_torch_device_type_cpu(void) { return dev::kCPU; }
+int32_t aoti_torch_device_type_cuda(void) { return dev::kCUDA; }
+int32_t aoti_torch_device_type_meta(void) { return dev::kMeta; }
+int32_t aoti_torch_device_type_xpu(void) { return dev::kXPU; }
+int32_t aoti_torch_device_type_mps(void) { return dev::kMPS; }
+int32_t aoti_torch_device_type_privateuse1(void) { return dev::kPrivateUse1; }
+int32_t aoti_torch_dtype_bfloat16(void) { return dt::kBFloat16; }
+int32_t aoti_torch_dtype_float16(void) { return dt::kFloat16; }
+int32_t aoti_torch_dtype_float32(void) { return dt::kFloat32; }
+int32_t aoti_torch_dtype_float64(void) { return dt::kFloat64; }
+int32_t aoti_torch_dtype_uint8(void) { return dt::kUInt8; }
+int32_t aoti_torch_dtype_uint16(void) { return dt::kUInt16; }
+int32_t aoti_torch_dtype_uint32(void) { return dt::kUInt32; }
+int32_t aoti_torch_dtype_uint64(void) { return dt::kUInt64; }
+int32_t aoti_torch_dtype_int8(void) { return dt::kInt8; }
+int32_t aoti_torch_dtype_int16(void) { return dt::kInt16; }
+int32_t aoti_torch_dtype_int32(void) { return dt::kInt32; }
+int32_t aoti_torch_dtype_int64(void) { return dt::kInt64; }
+int32_t aoti_torch_dtype_bool(void) { return dt::kBool; }
+size_t aoti_torch_dtype_element_size(int32_t dtype) {
+  return shimkit::is_known_dtype(dtype) ? shimkit::element_size(dtype) : 0;
+}
+int32_t aoti_torch_layout_strided(void) { return shimkit::kLayoutStrided; }
+int32_t aoti_torch_memory_format_contiguous_format(void) {
+  return shimkit::kMemoryFormatContiguous;
+}
+int32_t aoti_torch_memory_format_channels_last(void) { return shimkit::kMemoryFormatChannelsLast; }
+int32_t aoti_torch_memory_format_channels_last_3d(void) {
+  return shimkit::kMemoryFormatChannelsLast3d;
+}
+int32_t aoti_torch_memory_format_preserve_format(void) { return shimkit::kMemoryFormatPreserve; }
+
+bool aoti_torch_grad_mode_is_enabled(void) { return shimkit::g_grad_enabled; }
+void aoti_torch_grad_mode_set_enabled(bool enabled) { shimkit::g_grad_enabled = enabled; }
+
+AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
+  return SHIMKIT_GUARD({ delete &as_tensor(tensor); });
+}
+
+AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).data_ptr();
+  });
+}
+
+AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(tensor);
+    *ret = t.defined() ? static_cast<int64_t>(t.storage()->nbytes()) : 0;
+  });
+}
+
+AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(tensor);
+    *ret = t.defined() ? static_cast<int64_t>(t.storage()->nbytes() / t.itemsize()) : 0;
+  });
+}
+
+AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).dim();
+  });
+}
+
+AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).numel();
+  });
+}
+
+AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).sizes_data();
+  });
+}
+
+AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(tensor);
+    const int64_t nd = t.dim();
+    const int64_t w = d < 0 ? d + nd : d;
+    if (w < 0 || w >= nd) throw ShimError("dimension " + std::to_string(d) + " out of range");
+    *ret = t.sizes()[w];
+  });
+}
+
+AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).strides_data();
+  });
+}
+
+AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(tensor);
+    const int64_t nd = t.dim();
+    const int64_t w = d < 0 ? d + nd : d;
+    if (w < 0 || w >= nd) throw ShimError("dimension " + std::to_string(d) + " out of range");
+    *ret = t.strides()[w];
+  });
+}
+
+AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).dtype();
+  });
+}
+
+AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).device_type();
+  });
+}
+
+AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).device_index();
+  });
+}
+
+AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    as_tensor(tensor);
+    *ret = shimkit::kLayoutStrided;
+  });
+}
+
+AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).storage_offset();
+  });
+}
+
+AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).is_contiguous();
+  });
+}
+
+AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = as_tensor(tensor).defined();
+  });
+}
+
+AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig, AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = to_handle(SlimTensor(as_tensor(orig)));
+  });
+}
+
+AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    *ret = to_handle(SlimTensor());
+  });
+}
+
+AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
+                                              const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                              int64_t storage_offset, AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(self);
+    if (strides_ptr == nullptr && ndim > 0) throw ShimError("null strides");
+    // The offset is an increment on self's offset (torch::inductor::_reinterpret_tensor).
+    *ret = to_handle(t.view(sizes_ptr, strides_ptr, ndim, t.storage_offset() + storage_offset));
+  });
+}
+
+AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes_ptr,
+                                     const int64_t* strides_ptr, AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(self);
+    *ret = to_handle(t.view(sizes_ptr, strides_ptr, t.dim(), t.storage_offset()));
+  });
+}
+
+AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
+                                        const int64_t* strides_ptr, int32_t dtype,
+                                        int32_t device_type, int32_t device_index,
+                                        AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    if (ndim > 0 && sizes_ptr == nullptr) throw ShimError("null sizes");
+    *ret = to_handle(
+        SlimTensor::empty(sizes_ptr, strides_ptr, ndim, dtype, device_type, device_index));
+  });
+}
+
+AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
+                                               const int64_t* strides_ptr, int32_t dtype,
+                                               int32_t device_type, int32_t device_index,
+                                               AtenTensorHandle* ret) {
+  // Without an accelerator, pinned host memory is ordinary host memory.
+  return aoti_torch_empty_strided(ndim, sizes_ptr, strides_ptr, dtype, device_type, device_index,
+                                  ret);
+}
+
+AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
+                                                  const int64_t* sizes_ptr,
+                                                  const int64_t* strides_ptr,
+                                                  int64_t storage_offset, int32_t dtype,
+                                                  int32_t device_type, int32_t device_index,
+                                                  AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    shimkit::validate_device(device_type, device_index);
+    if (device_type != dev::kCPU) throw ShimError("the slim shims wrap CPU memory only");
+    if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions");
+    if (ndim > 0 && (sizes_ptr == nullptr || strides_ptr == nullptr)) {
+      throw ShimError("null sizes or strides");
+    }
+    // `data` is the storage base; the view starts `storage_offset` elements in.
+    std::vector<int64_t> sizes(sizes_ptr, sizes_ptr + ndim);
+    int64_t span = 1;
+    for (int64_t i = 0; i < ndim; ++i) {
+      if (sizes_ptr[i] == 0) span = 0;
+      if (sizes_ptr[i] < 0 || strides_ptr[i] < 0) throw ShimError("negative size or stride");
+    }
+    if (span != 0) {
+      for (int64_t i = 0; i < ndim; ++i) span += (sizes_ptr[i] - 1) * strides_ptr[i];
+    }
+    const size_t nbytes = static_cast<size_t>(storage_offset + span) * shimkit::element_size(dtype);
+    if (data == nullptr && nbytes != 0) throw ShimError("null data");
+    *ret = to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes), sizes_ptr, strides_ptr,
+                                ndim, storage_offset, dtype, device_type, device_index));
+  });
+}
+
+AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret, int32_t layout, const uint8_t* opaque_metadata,
+    int64_t opaque_metadata_size) {
+  if (layout != shimkit::kLayoutStrided || opaque_metadata_size != 0) {
+    shimkit::set_last_error(std::string(__func__) +
+                            ": only strided tensors without opaque metadata are supported");
+    (void)opaque_metadata;
+    return AOTI_TORCH_FAILURE;
+  }
+  return aoti_torch_create_tensor_from_blob(data, ndim, sizes_ptr, strides_ptr, storage_offset,
+                                            dtype, device_type, device_index, ret);
+}
+
+static SlimTensor clone_with_strides(const SlimTensor& t, const std::vector<int64_t>& strides) {
+  SlimTensor out = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
+                                     t.device_type(), t.device_index());
+  shimkit::copy_elements(out, t);
+  return out;
+}
+
+AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(self);
+    // preserve_format: dense tensors keep their stride order, others go contiguous.
+    *ret = to_handle(clone_with_strides(t, shimkit::dense_strides_like(t.sizes(), t.strides())));
+  });
+}
+
+AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTensorHandle* ret) {
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    const SlimTensor& t = as_tensor(self);
+    SlimTensor out = SlimTensor::empty(t.sizes().data(), t.strides().data(), t.dim(), t.dtype(),
+                                       t.device_type(), t.device_index());
+    shimkit::copy_elements(out, t);
+    *ret = to_handle(std::move(out));
+  });
+}
+
+AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
+                                int32_t non_blocking) {
+  (void)non_blocking;
+  return SHIMKIT_GUARD({ shimkit::copy_elements(as_tensor(self), as_tensor(src)); });
+}
+
+AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst) {
+  return aoti_torch_copy_(dst, src, 0);
+}
+
+AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst) {
+  return SHIMKIT_GUARD({ as_tensor(dst) = as_tensor(src); });
+}
+
+AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHandle* ret_dst) {
+  return SHIMKIT_GUARD({
+    check_out(ret_dst);
+    *ret_dst = to_handle(SlimTensor(as_tensor(src)));
+  });
+}
+
+AOTITorchError aoti_torch_proxy_executor_call_function(AOTIProxyExecutorHandle proxy_executor,
+                                                       int extern_node_index, int num_ints,
+                                                       int64_t* flatten_int_args, int num_tensors,
+                                                       AtenTensorHandle* flatten_tensor_args) {
+  (void)proxy_executor;
+  (void)num_ints;
+  (void)flatten_int_args;
+  (void)num_tensors;
+  (void)flatten_tensor_args;
+  shimkit::set_last_error(std::string(__func__) + ": extern node " +
+                          std::to_string(extern_node_index) +
+                          " needs libtorch's proxy executor; the slim runtime has none");
+  return AOTI_TORCH_FAILURE;
+}
+
+}  // extern "C"

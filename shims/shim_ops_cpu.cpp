@@ -1,0 +1,198 @@
+// Slim CPU fallback ops: addmm/mm/bmm through OpenBLAS, convolution through
+// im2col + GEMM (output memory format follows ATen's rule), topk and sort.
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "shims/shim_internal.h"
+
+namespace shimkit {
+
+void blas_threads_for(double flops) {
+  // OpenBLAS's pthread build wakes all its threads even for tiny GEMMs, which
+  // costs microseconds; small problems run on the calling thread only.
+  static const int configured = openblas_get_num_threads();
+  static std::atomic<int> current{configured};
+  const int want = flops < 2.0e6 ? 1 : configured;
+  if (current.load(std::memory_order_relaxed) != want) {
+    openblas_set_num_threads(want);
+    current.store(want, std::memory_order_relaxed);
+  }
+}
+
+namespace {
+
+// A 2-D operand as BLAS sees it: base pointer, transpose flag, leading dim.
+struct BlasOperand {
+  const void* data;
+  CBLAS_TRANSPOSE trans;
+  int ld;
+};
+
+bool as_blas_operand(const SlimTensor& t, BlasOperand* op) {
+  const int64_t rows = t.sizes()[0], cols = t.sizes()[1];
+  const int64_t s0 = t.strides()[0], s1 = t.strides()[1];
+  if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(cols, 1)) {
+    *op = {t.data_ptr(), CblasNoTrans, static_cast<int>(s0)};
+    return true;
+  }
+  if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(rows, 1)) {
+    *op = {t.data_ptr(), CblasTrans, static_cast<int>(s1)};
+    return true;
+  }
+  return false;
+}
+
+SlimTensor contiguous(const SlimTensor& t) {
+  if (t.is_contiguous()) return t;
+  SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
+                                     t.device_type(), t.device_index());
+  copy_elements(out, t);
+  return out;
+}
+
+void check_float(const SlimTensor& t, const char* what) {
+  if (t.dtype() != dtype::kFloat32 && t.dtype() != dtype::kFloat64) {
+    throw ShimError(std::string(what) + " must be float32 or float64, got " +
+                    dtype_name(t.dtype()));
+  }
+}
+
+// c = alpha * a @ b + beta * c for 2-D views (any strides).
+void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, double alpha,
+          double beta) {
+  if (a_in.dim() != 2 || b_in.dim() != 2 || c.dim() != 2) throw ShimError("gemm needs 2-D");
+  const int64_t m = a_in.sizes()[0], k = a_in.sizes()[1], n = b_in.sizes()[1];
+  if (b_in.sizes()[0] != k || c.sizes()[0] != m || c.sizes()[1] != n) {
+    throw ShimError("gemm shape mismatch: [" + std::to_string(m) + "x" + std::to_string(k) +
+                    "] @ [" + std::to_string(b_in.sizes()[0]) + "x" + std::to_string(n) + "]");
+  }
+  check_float(a_in, "mat1");
+  if (a_in.dtype() != b_in.dtype() || a_in.dtype() != c.dtype()) {
+    throw ShimError("gemm dtypes differ");
+  }
+  if (m == 0 || n == 0) return;
+  SlimTensor a = a_in, b = b_in;
+  BlasOperand oa{}, ob{}, oc{};
+  if (!as_blas_operand(a, &oa)) { a = contiguous(a_in); as_blas_operand(a, &oa); }
+  if (!as_blas_operand(b, &ob)) { b = contiguous(b_in); as_blas_operand(b, &ob); }
+  SlimTensor target = c;
+  const bool direct = as_blas_operand(c, &oc) && oc.trans == CblasNoTrans;
+  if (!direct) {
+    target = contiguous(c);
+    as_blas_operand(target, &oc);
+  }
+  if (k == 0) {
+    // Nothing to multiply: c = beta * c.
+    SlimTensor zeros = SlimTensor::empty(target.sizes().data(), nullptr, 2, target.dtype(),
+                                         target.device_type(), target.device_index());
+    std::memset(zeros.data_ptr(), 0, static_cast<size_t>(m * n) * zeros.itemsize());
+    if (beta == 0.0) copy_elements(target, zeros);
+  } else if (c.dtype() == dtype::kFloat32) {
+    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+    cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), static_cast<float>(alpha),
+                static_cast<const float*>(oa.data), oa.ld, static_cast<const float*>(ob.data),
+                ob.ld, static_cast<float>(beta), static_cast<float*>(target.data_ptr()), oc.ld);
+  } else {
+    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+    cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), alpha, static_cast<const double*>(oa.data), oa.ld,
+                static_cast<const double*>(ob.data), ob.ld, beta,
+                static_cast<double*>(target.data_ptr()), oc.ld);
+  }
+  if (!direct) copy_elements(c, target);
+}
+
+// out = beta * broadcast(self) elementwise, for 2-D out.
+template <typename T>
+void fill_scaled_broadcast(const SlimTensor& out, const SlimTensor& self, double beta) {
+  const int64_t m = out.sizes()[0], n = out.sizes()[1];
+  int64_t s0 = 0, s1 = 0;
+  if (self.dim() == 1) {
+    if (self.sizes()[0] != n && self.sizes()[0] != 1) throw ShimError("addmm bias mismatch");
+    s1 = self.sizes()[0] == 1 ? 0 : self.strides()[0];
+  } else if (self.dim() == 2) {
+    if ((self.sizes()[0] != m && self.sizes()[0] != 1) ||
+        (self.sizes()[1] != n && self.sizes()[1] != 1)) {
+      throw ShimError("addmm self does not broadcast to out");
+    }
+    s0 = self.sizes()[0] == 1 ? 0 : self.strides()[0];
+    s1 = self.sizes()[1] == 1 ? 0 : self.strides()[1];
+  } else if (self.dim() != 0) {
+    throw ShimError("addmm self must have 0, 1 or 2 dimensions");
+  }
+  const T* src = static_cast<const T*>(self.data_ptr());
+  T* dst = static_cast<T*>(out.data_ptr());
+  const T b = static_cast<T>(beta);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      dst[i * out.strides()[0] + j * out.strides()[1]] = b * src[i * s0 + j * s1];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shimkit
+
+using shimkit::as_tensor;
+using shimkit::check_out;
+using shimkit::ShimError;
+using shimkit::SlimTensor;
+using shimkit::to_handle;
+
+extern "C" {
+
+AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                        AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                        double alpha) {
+  return SHIMKIT_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    const SlimTensor& s = as_tensor(self);
+    if (o.dim() != 2) throw ShimError("addmm out must be 2-D");
+    shimkit::check_float(o, "out");
+    if (s.dtype() != o.dtype()) throw ShimError("addmm self dtype differs from out");
+    if (beta != 0.0) {
+      if (o.dtype() == shimkit::dtype::kFloat32) {
+        shimkit::fill_scaled_broadcast<float>(o, s, beta);
+      } else {
+        shimkit::fill_scaled_broadcast<double>(o, s, beta);
+      }
+    }
+    shimkit::gemm(as_tensor(mat1), as_tensor(mat2), o, alpha, beta != 0.0 ? 1.0 : 0.0);
+  });
+}
+
+AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                     AtenTensorHandle mat2) {
+  return SHIMKIT_GUARD({ shimkit::gemm(as_tensor(self), as_tensor(mat2), as_tensor(out), 1, 0); });
+}
+
+AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                      AtenTensorHandle mat2) {
+  return SHIMKIT_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    const SlimTensor& a = as_tensor(self);
+    const SlimTensor& b = as_tensor(mat2);
+    if (o.dim() != 3 || a.dim() != 3 || b.dim() != 3) throw ShimError("bmm needs 3-D tensors");
+    const int64_t batch = o.sizes()[0];
+    if (a.sizes()[0] != batch || b.sizes()[0] != batch) throw ShimError("bmm batch mismatch");
+    for (int64_t i = 0; i < batch; ++i) {
+      const SlimTensor oi = o.view(o.sizes().data() + 1, o.strides().data() + 1, 2,
+                                   o.storage_offset() + i * o.strides()[0]);
+      const SlimTensor ai = a.view(a.sizes().data() + 1, a.strides().data() + 1, 2,
+                                   a.storage_offset() + i * a.strides()[0]);
+      const SlimTensor bi = b.view(b.sizes().data() + 1, b.strides().data() + 1, 2,
+                                   b.storage_offset() + i * b.strides()[0]);
+      shimkit::gemm(ai, bi, oi, 1, 0);
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,343 @@
+#include "shims/slim_tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+namespace shimkit {
+
+size_t element_size(int32_t dtype) {
+  switch (dtype) {
+    case dtype::kUInt8:
+    case dtype::kInt8:
+    case dtype::kBool:
+      return 1;
+    case dtype::kInt16:
+    case dtype::kUInt16:
+    case dtype::kFloat16:
+    case dtype::kBFloat16:
+      return 2;
+    case dtype::kInt32:
+    case dtype::kUInt32:
+    case dtype::kFloat32:
+      return 4;
+    case dtype::kInt64:
+    case dtype::kUInt64:
+    case dtype::kFloat64:
+      return 8;
+    default:
+      throw ShimError("unsupported dtype " + std::to_string(dtype));
+  }
+}
+
+bool is_known_dtype(int32_t dtype) {
+  try {
+    element_size(dtype);
+    return true;
+  } catch (const ShimError&) {
+    return false;
+  }
+}
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case dtype::kUInt8: return "uint8";
+    case dtype::kInt8: return "int8";
+    case dtype::kInt16: return "int16";
+    case dtype::kInt32: return "int32";
+    case dtype::kInt64: return "int64";
+    case dtype::kFloat16: return "float16";
+    case dtype::kFloat32: return "float32";
+    case dtype::kFloat64: return "float64";
+    case dtype::kBool: return "bool";
+    case dtype::kBFloat16: return "bfloat16";
+    case dtype::kUInt16: return "uint16";
+    case dtype::kUInt32: return "uint32";
+    case dtype::kUInt64: return "uint64";
+    default: return "unknown";
+  }
+}
+
+void validate_device(int32_t device_type, int32_t device_index) {
+  // c10::DeviceType runs from CPU (0) to PrivateUse1 (20).
+  if (device_type < device::kCPU || device_type > device::kPrivateUse1) {
+    throw ShimError("unknown device type " + std::to_string(device_type));
+  }
+  if (device_type == device::kCPU) {
+    if (device_index != -1 && device_index != 0) {
+      throw ShimError("CPU device index must be -1 or 0, got " + std::to_string(device_index));
+    }
+    return;
+  }
+  if (device_index < 0) {
+    throw ShimError("negative index " + std::to_string(device_index) + " for device type " +
+                    std::to_string(device_type));
+  }
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
+  const size_t rounded = ((nbytes == 0 ? 1 : nbytes) + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded);
+  if (data == nullptr) throw ShimError("out of memory allocating " + std::to_string(nbytes));
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, true));
+}
+
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, false));
+}
+
+Storage::~Storage() {
+  if (owned_) std::free(data_);
+}
+
+namespace {
+
+int64_t checked_span_elements(const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& strides) {
+  // Elements from offset 0 to one past the furthest reachable element.
+  int64_t span = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) throw ShimError("negative size " + std::to_string(sizes[i]));
+    if (sizes[i] == 0) return 0;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (strides[i] < 0) throw ShimError("negative stride " + std::to_string(strides[i]));
+    int64_t term = 0;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &term) ||
+        __builtin_add_overflow(span, term, &span)) {
+      throw ShimError("tensor geometry overflows");
+    }
+  }
+  return span;
+}
+
+}  // namespace
+
+SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
+                       const int64_t* strides, int64_t ndim, int64_t storage_offset,
+                       int32_t dtype, int32_t device_type, int32_t device_index)
+    : storage_(std::move(storage)),
+      storage_offset_(storage_offset),
+      dtype_(dtype),
+      device_type_(device_type),
+      device_index_(device_index) {
+  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  element_size(dtype);  // validates
+  validate_device(device_type, device_index);
+  sizes_.assign(sizes, sizes + ndim);
+  if (strides != nullptr) {
+    strides_.assign(strides, strides + ndim);
+  } else {
+    strides_ = contiguous_strides(sizes_);
+  }
+  if (storage_offset < 0) throw ShimError("negative storage offset");
+  check_in_bounds();
+}
+
+void SlimTensor::check_in_bounds() const {
+  const int64_t span = checked_span_elements(sizes_, strides_);
+  if (span == 0 || storage_ == nullptr) return;
+  const int64_t bytes_needed = (storage_offset_ + span) * static_cast<int64_t>(itemsize());
+  if (bytes_needed > static_cast<int64_t>(storage_->nbytes())) {
+    throw ShimError("view needs " + std::to_string(bytes_needed) + " bytes but storage has " +
+                    std::to_string(storage_->nbytes()));
+  }
+}
+
+SlimTensor SlimTensor::empty(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                             int32_t dtype, int32_t device_type, int32_t device_index) {
+  validate_device(device_type, device_index);
+  if (device_type != device::kCPU) {
+    throw ShimError("the slim shims allocate on CPU only, got device type " +
+                    std::to_string(device_type));
+  }
+  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
+  std::vector<int64_t> sz(sizes, sizes + ndim);
+  std::vector<int64_t> st = strides ? std::vector<int64_t>(strides, strides + ndim)
+                                    : contiguous_strides(sz);
+  const int64_t span = checked_span_elements(sz, st);
+  auto storage = Storage::allocate(static_cast<size_t>(span) * element_size(dtype));
+  return SlimTensor(std::move(storage), sz.data(), st.data(), ndim, 0, dtype, device_type,
+                    device_index);
+}
+
+int64_t SlimTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  return n;
+}
+
+void* SlimTensor::data_ptr() const {
+  if (!storage_) return nullptr;
+  return static_cast<char*>(storage_->data()) + storage_offset_ * static_cast<int64_t>(itemsize());
+}
+
+bool SlimTensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t i = dim() - 1; i >= 0; --i) {
+    if (sizes_[i] == 1) continue;
+    if (sizes_[i] == 0) return true;
+    if (strides_[i] != expected) return false;
+    expected *= sizes_[i];
+  }
+  return true;
+}
+
+bool SlimTensor::is_channels_last() const {
+  if (dim() != 4) return false;
+  int64_t min = 0;
+  if (strides_[1] == 0) return false;
+  for (int d : {1, 3, 2, 0}) {
+    if (sizes_[d] == 0) return false;
+    if (strides_[d] < min) return false;
+    if (d == 0 && min == strides_[1]) return false;
+    min = strides_[d];
+    if (sizes_[d] > 1) min *= sizes_[d];
+  }
+  return true;
+}
+
+SlimTensor SlimTensor::view(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                            int64_t storage_offset) const {
+  if (!defined()) throw ShimError("view of an undefined tensor");
+  return SlimTensor(storage_, sizes, strides, ndim, storage_offset, dtype_, device_type_,
+                    device_index_);
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
+                                        const std::vector<int64_t>& strides) {
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Innermost (smallest stride) first; ties keep the later dim inner.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (strides[a] != strides[b]) return strides[a] < strides[b];
+    return a > b;
+  });
+  std::vector<int64_t> out(sizes.size());
+  int64_t acc = 1;
+  for (size_t d : order) {
+    out[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  return out;
+}
+
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
+  if (sizes.size() != 4) throw ShimError("channels_last needs 4 dimensions");
+  const int64_t c = std::max<int64_t>(sizes[1], 1);
+  const int64_t h = std::max<int64_t>(sizes[2], 1);
+  const int64_t w = std::max<int64_t>(sizes[3], 1);
+  return {h * w * c, 1, w * c, c};
+}
+
+namespace {
+
+bool is_floating(int32_t dtype) {
+  return dtype == dtype::kFloat32 || dtype == dtype::kFloat64;
+}
+
+double load_double(const char* p, int32_t dtype) {
+  switch (dtype) {
+    case dtype::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
+    case dtype::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+    default: break;
+  }
+  throw ShimError(std::string("cannot convert from ") + dtype_name(dtype));
+}
+
+int64_t load_int(const char* p, int32_t dtype) {
+  switch (dtype) {
+    case dtype::kBool: return *reinterpret_cast<const uint8_t*>(p) != 0;
+    case dtype::kUInt8: return *reinterpret_cast<const uint8_t*>(p);
+    case dtype::kInt8: return *reinterpret_cast<const int8_t*>(p);
+    case dtype::kInt16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case dtype::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case dtype::kInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case dtype::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case dtype::kInt64:
+    case dtype::kUInt64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    default: break;
+  }
+  return static_cast<int64_t>(load_double(p, dtype));
+}
+
+template <typename T>
+void store_as(char* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+void store(char* p, int32_t dtype, double dv, int64_t iv, bool from_float) {
+  switch (dtype) {
+    case dtype::kFloat32: store_as<float>(p, from_float ? static_cast<float>(dv) : static_cast<float>(iv)); return;
+    case dtype::kFloat64: store_as<double>(p, from_float ? dv : static_cast<double>(iv)); return;
+    default: break;
+  }
+  const int64_t v = from_float ? static_cast<int64_t>(dv) : iv;
+  switch (dtype) {
+    case dtype::kBool: store_as<uint8_t>(p, from_float ? dv != 0.0 : iv != 0); return;
+    case dtype::kUInt8: store_as<uint8_t>(p, static_cast<uint8_t>(v)); return;
+    case dtype::kInt8: store_as<int8_t>(p, static_cast<int8_t>(v)); return;
+    case dtype::kInt16: store_as<int16_t>(p, static_cast<int16_t>(v)); return;
+    case dtype::kUInt16: store_as<uint16_t>(p, static_cast<uint16_t>(v)); return;
+    case dtype::kInt32: store_as<int32_t>(p, static_cast<int32_t>(v)); return;
+    case dtype::kUInt32: store_as<uint32_t>(p, static_cast<uint32_t>(v)); return;
+    case dtype::kInt64:
+    case dtype::kUInt64: store_as<int64_t>(p, v); return;
+    default: break;
+  }
+  throw ShimError(std::string("cannot convert to ") + dtype_name(dtype));
+}
+
+}  // namespace
+
+void copy_elements(const SlimTensor& dst, const SlimTensor& src) {
+  if (dst.sizes() != src.sizes()) throw ShimError("copy between tensors of different sizes");
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  const size_t dsz = dst.itemsize();
+  const size_t ssz = src.itemsize();
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  const bool same = dst.dtype() == src.dtype();
+  if (same && dst.is_contiguous() && src.is_contiguous()) {
+    std::memmove(d, s, static_cast<size_t>(n) * dsz);
+    return;
+  }
+  const int64_t nd = dst.dim();
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  const bool src_float = is_floating(src.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t doff = 0, soff = 0;
+    for (int64_t k = 0; k < nd; ++k) {
+      doff += idx[k] * dst.strides()[k];
+      soff += idx[k] * src.strides()[k];
+    }
+    char* dp = d + doff * static_cast<int64_t>(dsz);
+    const char* sp = s + soff * static_cast<int64_t>(ssz);
+    if (same) {
+      std::memcpy(dp, sp, dsz);
+    } else if (src_float) {
+      store(dp, dst.dtype(), load_double(sp, src.dtype()), 0, true);
+    } else {
+      store(dp, dst.dtype(), 0.0, load_int(sp, src.dtype()), false);
+    }
+    for (int64_t k = nd - 1; k >= 0; --k) {
+      if (++idx[k] < dst.sizes()[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+}  // namespace shimkit

@@ -1,0 +1,146 @@
+// shimkit's slim CPU tensor: sizes, strides, storage offset, dtype, device and
+// a shared, refcounted storage that owns its memory or borrows it.
+#ifndef SHIMKIT_SHIMS_SLIM_TENSOR_H_
+#define SHIMKIT_SHIMS_SLIM_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shimkit {
+
+// Numbering of c10::ScalarType, c10::DeviceType, c10::Layout and
+// c10::MemoryFormat; blobs only ever see these through the shim getters.
+namespace dtype {
+constexpr int32_t kUInt8 = 0;
+constexpr int32_t kInt8 = 1;
+constexpr int32_t kInt16 = 2;
+constexpr int32_t kInt32 = 3;
+constexpr int32_t kInt64 = 4;
+constexpr int32_t kFloat16 = 5;
+constexpr int32_t kFloat32 = 6;
+constexpr int32_t kFloat64 = 7;
+constexpr int32_t kBool = 11;
+constexpr int32_t kBFloat16 = 15;
+constexpr int32_t kUInt16 = 27;
+constexpr int32_t kUInt32 = 28;
+constexpr int32_t kUInt64 = 29;
+}  // namespace dtype
+
+namespace device {
+constexpr int32_t kCPU = 0;
+constexpr int32_t kCUDA = 1;
+constexpr int32_t kXPU = 12;
+constexpr int32_t kMPS = 13;
+constexpr int32_t kMeta = 14;
+constexpr int32_t kPrivateUse1 = 20;
+}  // namespace device
+
+constexpr int32_t kLayoutStrided = 0;
+constexpr int32_t kMemoryFormatContiguous = 0;
+constexpr int32_t kMemoryFormatPreserve = 1;
+constexpr int32_t kMemoryFormatChannelsLast = 2;
+constexpr int32_t kMemoryFormatChannelsLast3d = 3;
+
+// The error every shim catches and turns into AOTI_TORCH_FAILURE.
+class ShimError : public std::runtime_error {
+ public:
+  explicit ShimError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Bytes per element of a supported dtype; throws ShimError otherwise.
+size_t element_size(int32_t dtype);
+// True for dtypes the slim shims can store (element_size would not throw).
+bool is_known_dtype(int32_t dtype);
+const char* dtype_name(int32_t dtype);
+
+// Validates device type/index read from untrusted metadata: the type must be
+// one c10 knows, an accelerator index must not be negative, and CPU stays
+// unindexed (-1 or 0). Throws ShimError naming what is wrong.
+void validate_device(int32_t device_type, int32_t device_index);
+
+// A block of memory shared by every tensor that views it.
+class Storage {
+ public:
+  // Allocates `nbytes` (64-byte aligned, uninitialised); owns them.
+  static std::shared_ptr<Storage> allocate(size_t nbytes);
+  // Borrows `data`; the caller keeps it alive longer than every view.
+  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes);
+
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  bool owns() const { return owned_; }
+
+ private:
+  Storage(void* data, size_t nbytes, bool owned) : data_(data), nbytes_(nbytes), owned_(owned) {}
+  void* data_;
+  size_t nbytes_;
+  bool owned_;
+};
+
+class SlimTensor {
+ public:
+  // An undefined tensor (aoti_torch_new_uninitialized_tensor).
+  SlimTensor() = default;
+  SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes, const int64_t* strides,
+             int64_t ndim, int64_t storage_offset, int32_t dtype, int32_t device_type,
+             int32_t device_index);
+
+  // A new owning tensor of the given geometry; strides==nullptr: contiguous.
+  static SlimTensor empty(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                          int32_t dtype, int32_t device_type, int32_t device_index);
+
+  bool defined() const { return storage_ != nullptr; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const;
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t* sizes_data() { return sizes_.data(); }
+  int64_t* strides_data() { return strides_.data(); }
+  int64_t storage_offset() const { return storage_offset_; }
+  int32_t dtype() const { return dtype_; }
+  int32_t device_type() const { return device_type_; }
+  int32_t device_index() const { return device_index_; }
+  size_t itemsize() const { return element_size(dtype_); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // Address of element 0 (storage base + offset).
+  void* data_ptr() const;
+  bool is_contiguous() const;
+  // c10's is_channels_last_strides_2d for 4-D tensors.
+  bool is_channels_last() const;
+  // A view of the same storage with new geometry; `storage_offset` absolute.
+  SlimTensor view(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                  int64_t storage_offset) const;
+
+ private:
+  void check_in_bounds() const;
+  std::shared_ptr<Storage> storage_;
+  std::vector<int64_t> sizes_;
+  std::vector<int64_t> strides_;
+  int64_t storage_offset_ = 0;
+  int32_t dtype_ = dtype::kFloat32;
+  int32_t device_type_ = device::kCPU;
+  int32_t device_index_ = -1;
+};
+
+// Contiguous (row-major) strides for `sizes`.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// Dense strides that keep the order of `strides` (ATen's infer_dense_strides).
+std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
+                                        const std::vector<int64_t>& strides);
+// Channels-last strides for a 4-D NCHW `sizes`.
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
+
+// dst[i] = src[i] elementwise over equal sizes, any strides, converting dtype.
+void copy_elements(const SlimTensor& dst, const SlimTensor& src);
+
+}  // namespace shimkit
+
+#endif  // SHIMKIT_SHIMS_SLIM_TENSOR_H_
