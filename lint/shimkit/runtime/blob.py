@@ -32,8 +32,11 @@ class BlobSource:
 
 
 # Inductor's generated input checks (wrapper .cpp, check_input_N functions).
-_CHECK_FN = re.compile(r"static void check_input_(\d+)\(\s*AtenTensorHandle\* input_handles\s*\)"
-                       r"\s*\{(.*?)\n\}", re.S)
+_CHECK_FN = re.compile(
+    r"static void check_input_(\d+)\(\s*AtenTensorHandle\* input_handles\s*\)"
+    r"\s*\{(.*?)\n\}",
+    re.S,
+)
 _DTYPE = re.compile(r"_expected_dtype = aoti_torch_dtype_(\w+)\(\);")
 _FIXED_DIM = re.compile(r"if \((\d+) != \w+_size\[(\d+)\]\)")
 _ANY_DIM = re.compile(r"\w+_size\[(\d+)\]")
@@ -80,7 +83,8 @@ def _from_pt2(path: Path) -> BlobSource:
         data = archive.read(member)
         specs = None
         wrapper = [
-            n for n in names
+            n
+            for n in names
             if n.startswith(member.rsplit("/", 1)[0]) and n.endswith(".wrapper.cpp")
         ]
         if len(wrapper) == 1:

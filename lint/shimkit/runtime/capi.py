@@ -13,8 +13,18 @@ MAX_DIMS = 8
 
 # numpy dtype name <-> torch ScalarType number (the shims' dtype encoding).
 DTYPE_CODES: dict[str, int] = {
-    "uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
-    "float32": 6, "float64": 7, "bool": 11, "uint16": 27, "uint32": 28, "uint64": 29,
+    "uint8": 0,
+    "int8": 1,
+    "int16": 2,
+    "int32": 3,
+    "int64": 4,
+    "float16": 5,
+    "float32": 6,
+    "float64": 7,
+    "bool": 11,
+    "uint16": 27,
+    "uint32": 28,
+    "uint64": 29,
 }
 CODE_DTYPES: dict[int, str] = {code: name for name, code in DTYPE_CODES.items()}
 
@@ -61,11 +71,20 @@ class RuntimeLib:
         lib.shimkit_model_run.argtypes = [p, ctypes.POINTER(Tensor), sz, ctypes.POINTER(Tensor), sz]
         lib.shimkit_model_run.restype = i
         lib.shimkit_model_run_into.argtypes = [
-            p, ctypes.POINTER(Tensor), sz, ctypes.POINTER(Tensor), sz, ctypes.c_char_p
+            p,
+            ctypes.POINTER(Tensor),
+            sz,
+            ctypes.POINTER(Tensor),
+            sz,
+            ctypes.c_char_p,
         ]
         lib.shimkit_model_run_into.restype = i
         lib.shimkit_model_bench.argtypes = [
-            p, ctypes.POINTER(Tensor), sz, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
+            p,
+            ctypes.POINTER(Tensor),
+            sz,
+            ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_double),
         ]
         lib.shimkit_model_bench.restype = i
 
