@@ -1,0 +1,44 @@
+"""The vectorized symbol path equals pyelftools' own iteration, symbol by symbol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from shimkit.elf import read_elf, read_elf_names
+
+from tests.elf.reference import reference_symbols
+from tests.fixtures.build import FIXTURES
+
+ELF_NAMES = [n for n in FIXTURES if not n.endswith((".a", ".pt2", ".pte", ".bin"))]
+SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
+SYSTEM_SAMPLE = ["libc.so.6", "libm.so.6", "libstdc++.so.6", "libz.so.1", "libgcc_s.so.1"]
+
+
+def rows(symbols: list) -> list[tuple]:
+    return [(s.name, s.version, s.binding, s.type, s.defined) for s in symbols]
+
+
+def check(path: Path) -> None:
+    table, imports, exports = reference_symbols(path)
+    data = path.read_bytes()
+    image = read_elf(data, str(path))
+    assert image.symbol_table == table
+    assert rows(image.imports) == imports
+    assert rows(image.exports) == exports
+    fast = read_elf_names(data, str(path))
+    assert fast.imports == [r[0] for r in imports]
+    assert fast.exports == [r[0] for r in exports]
+
+
+@pytest.mark.parametrize("name", ELF_NAMES)
+def test_fixture_equals_pyelftools(elf_fixtures: dict[str, Path], name: str) -> None:
+    check(elf_fixtures[name])
+
+
+@pytest.mark.parametrize("name", SYSTEM_SAMPLE)
+def test_system_library_equals_pyelftools(name: str) -> None:
+    path = SYSTEM / name
+    if not path.exists():
+        pytest.skip(f"{path} not on this machine")
+    check(path.resolve())
