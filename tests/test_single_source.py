@@ -142,8 +142,16 @@ NEW_PREFIX = "acme_private_"
 BAZEL_TIMEOUT = 240
 
 
+def _tracked_files(root: Path) -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True
+    ).stdout
+    return [p for p in out.decode("utf-8").split("\0") if p]
+
+
 def _copy_repo(dest: Path) -> None:
-    for relpath in source_files(ROOT):
+    """Copy what a fresh clone would have: the tracked files."""
+    for relpath in _tracked_files(ROOT):
         src = ROOT / relpath
         if not src.is_file():
             continue
@@ -264,3 +272,5 @@ def test_rewritten_prefix_reaches_every_consumer(tmp_path: Path, cfg: ShimConfig
             check_exports(exports, cfg.families, cfg.prefix, NEW_PREFIX)
     finally:
         _bazel(copy, output_base, "shutdown")
+        subprocess.run(["chmod", "-R", "u+w", str(output_base)], check=False)
+        shutil.rmtree(output_base, ignore_errors=True)
