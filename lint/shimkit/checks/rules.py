@@ -234,7 +234,7 @@ RULES: tuple[Rule, ...] = (
         exit_bit=EXIT_OTHER_VIOLATION,
         roles=ALL_ROLES,
         summary="requests an executable stack (glibc 2.41+ refuses to dlopen it)",
-        fix="link with -Wl,-z,noexecstack (or `patchelf --clear-execstack`)",
+        fix="link with -Wl,-z,noexecstack (or `patchelf --clear-execstack`, patchelf >= 0.18)",
         check=_exec_stack,
     ),
     Rule(
