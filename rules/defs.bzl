@@ -286,9 +286,10 @@ def _cxx_library(
         link_whole = link_whole,
         common = common,
     )
-    if aten_mode in ("portable", "both"):
-        _declare(kind, spec)
+    aten = None
     if aten_mode in ("aten", "both"):
+        # Computed (and validated) before anything is declared, so a misuse
+        # leaves no half-declared targets behind.
         aten = dict(spec)
         aten.update(
             name = name + ATEN_SUFFIX,
@@ -297,6 +298,9 @@ def _cxx_library(
             preprocessor_flags = _with_flags(preprocessor_flags, [ATEN_FLAG]),
             exported_preprocessor_flags = _with_flags(exported_preprocessor_flags, [ATEN_FLAG]),
         )
+    if aten_mode in ("portable", "both"):
+        _declare(kind, spec)
+    if aten:
         _declare(kind, aten)
 
 def shimkit_cxx_library(

@@ -1,0 +1,147 @@
+"""Misusing the macros fails at load time on real Bazel, with a message naming the
+target and the fix.
+
+A throwaway workspace (fixed path under the temp dir, so its output base is
+reused between runs) loads shimkit's rules through `local_repository`; each
+package holds one misuse. One `bazel query --keep_going` loads them all. The
+positive control is a package of correct uses, whose targets must load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from bazel_testlib import ROOT, run_bazel
+
+LOAD = 'load("@shimkit//rules:defs.bzl", "shimkit_cxx_library", "shimkit_shim_library")\n'
+BAD_PREFIX_LOAD = 'load("@badprefix//rules:defs.bzl", "shimkit_shim_library")\n'
+
+# package -> (BUILD body, substrings its error must contain)
+CASES: dict[str, tuple[str, list[str]]] = {
+    "unknown_attr": (
+        LOAD + 'shimkit_cxx_library(name = "x", foo = 1)\n',
+        ['shimkit_cxx_library(name = "x"): unknown attribute "foo"; allowed: srcs, '],
+    ),
+    "copts": (
+        LOAD + 'shimkit_cxx_library(name = "x", copts = ["-O2"])\n',
+        [
+            'shimkit_cxx_library(name = "x"): unknown attribute "copts"',
+            "use compiler_flags instead of copts",
+        ],
+    ),
+    "missing_twin": (
+        LOAD
+        + 'shimkit_cxx_library(name = "a")\n'
+        + 'shimkit_cxx_library(name = "b", deps = [":a"], aten_mode = "both")\n',
+        [
+            'shimkit_cxx_library(name = "b"): deps entry ":a" has no ATen twin ":a_aten"',
+            'aten_mode = "both"',
+            "aten_neutral_deps",
+        ],
+    ),
+    "bad_aten_mode": (
+        LOAD + 'shimkit_cxx_library(name = "x", aten_mode = "cuda")\n',
+        ['shimkit_cxx_library(name = "x"): aten_mode = "cuda" is not one of'],
+    ),
+    "shim_not_whole": (
+        LOAD + 'shimkit_shim_library(name = "s", link_whole = False)\n',
+        ['shimkit_shim_library(name = "s"): link_whole = False', "shimkit_cxx_library"],
+    ),
+    "neutral_not_a_dep": (
+        LOAD + 'shimkit_cxx_library(name = "x", aten_mode = "both", aten_neutral_deps = [":y"])\n',
+        [
+            'shimkit_cxx_library(name = "x"): aten_neutral_deps entry ":y" is not in deps or '
+            "exported_deps"
+        ],
+    ),
+    "bad_prefix": (
+        BAD_PREFIX_LOAD + 'shimkit_shim_library(name = "s")\n',
+        [
+            'shimkit_shim_library(name = "s"): SHIM_SYMBOL_PREFIX "9bad-" is not a valid C '
+            "identifier prefix",
+            "fix it in rules/shim_symbol_prefix.bzl",
+        ],
+    ),
+}
+
+GOOD = (
+    LOAD
+    + 'shimkit_cxx_library(name = "a", aten_mode = "both")\n'
+    + 'shimkit_cxx_library(name = "n")\n'
+    + 'shimkit_cxx_library(name = "b", deps = [":a", ":n"], aten_mode = "both",'
+    + ' aten_neutral_deps = [":n"])\n'
+    + 'shimkit_shim_library(name = "s", deps = [":b"], aten_mode = "aten")\n'
+)
+GOOD_TARGETS = {f"//good:{n}" for n in ("a", "a_aten", "n", "b", "b_aten", "s_aten")}
+
+WORKSPACE = """workspace(name = "shimkit_load_errors")
+local_repository(name = "shimkit", path = "{root}")
+local_repository(name = "badprefix", path = "badprefix")
+local_repository(name = "bazel_skylib", path = "/usr/share/bazel/tools/skylib")
+local_repository(name = "platforms", path = "/usr/share/bazel/tools/platforms")
+local_repository(name = "rules_java", path = "/usr/share/bazel/rules/java")
+local_repository(name = "rules_cc", path = "{root}/third_party/rules_cc_stub")
+"""
+
+
+def write_workspace() -> Path:
+    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    ws = Path(tempfile.gettempdir()) / f"shimkit-load-errors-{os.getuid()}-{key}"
+    for child in ("good", "badprefix", *CASES):
+        shutil.rmtree(ws / child, ignore_errors=True)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "WORKSPACE").write_text(WORKSPACE.format(root=ROOT))
+    for package, (body, _) in CASES.items():
+        (ws / package).mkdir()
+        (ws / package / "BUILD.bazel").write_text(body)
+    (ws / "good").mkdir()
+    (ws / "good" / "BUILD.bazel").write_text(GOOD)
+    # A copy of shimkit's rules whose prefix cannot start a C identifier.
+    rules = ws / "badprefix" / "rules"
+    shutil.copytree(ROOT / "rules", rules, ignore=shutil.ignore_patterns("*_test.bzl"))
+    (ws / "badprefix" / "WORKSPACE").write_text('workspace(name = "badprefix")\n')
+    source = (rules / "shim_symbol_prefix.bzl").read_text()
+    pattern = r'(?m)^SHIM_SYMBOL_PREFIX = "[^"]*"'
+    patched, count = re.subn(pattern, 'SHIM_SYMBOL_PREFIX = "9bad-"', source)
+    assert count == 1, "could not find SHIM_SYMBOL_PREFIX in the copy"
+    (rules / "shim_symbol_prefix.bzl").write_text(patched)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def query() -> tuple[set[str], str]:
+    ws = write_workspace()
+    proc = run_bazel(
+        ["query", "--keep_going", "//..."], cwd=ws, startup=["--max_idle_secs=60"], check=False
+    )
+    assert proc.returncode in (0, 3), proc.stderr[-3000:]
+    return set(proc.stdout.split()), proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("package", sorted(CASES))
+def test_misuse_fails_at_load_time(package: str, query: tuple[set[str], str]) -> None:
+    targets, stderr = query
+    # The failing target (named in the first expected fragment) and its twin
+    # must not be declared, not even partly.
+    failing = re.search(r'name = "(\w+)"', CASES[package][1][0])
+    assert failing, CASES[package][1][0]
+    name = failing.group(1)
+    assert not {f"//{package}:{name}", f"//{package}:{name}_aten"} & targets
+    errors = [line for line in stderr.splitlines() if f"/{package}/BUILD.bazel" in line]
+    assert errors, f"no load error reported for //{package}"
+    block = stderr[stderr.index(errors[0]) :]
+    for fragment in CASES[package][1]:
+        assert fragment in block, f"//{package}: {fragment!r} not in:\n{block[:2000]}"
+
+
+@pytest.mark.slow
+def test_positive_control_correct_uses_load(query: tuple[set[str], str]) -> None:
+    targets, stderr = query
+    assert {t for t in targets if t.startswith("//good:")} == GOOD_TARGETS, stderr[-3000:]
