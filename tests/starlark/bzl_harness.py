@@ -419,11 +419,18 @@ class FakeBuild:
         return module["value"]
 
     def call(self, label: str, function: str, *args: Any) -> Any:
-        """Call `function` from the .bzl at `label` with JSON-like `args` (in a BUILD)."""
+        """Call `function` (`name` or `struct_name.field`) from the .bzl at `label`.
+
+        Arguments are JSON-like; the call runs as if in a BUILD file of package `pkg`.
+        """
         module = sl.Module()
         self._install(module, build_file=True)
         arglist = ", ".join(json.dumps(a) for a in args)
-        source = f"load({json.dumps(label)}, _f = {json.dumps(function)})\nvalue = _f({arglist})\n"
+        symbol, _, attr = function.partition(".")
+        target = f"_f.{attr}" if attr else "_f"
+        source = (
+            f"load({json.dumps(label)}, _f = {json.dumps(symbol)})\nvalue = {target}({arglist})\n"
+        )
         self._package = "pkg"
         self._eval(module, "pkg/<call>", source, "pkg")
         return module["value"]
