@@ -286,6 +286,9 @@ _BUCK2_RULES: dict[str, dict[str, str]] = {
     "export_file": {**_COMMON_BUCK2, "src": "str", "mode": "str"},
 }
 
+_REPO = re.compile(r"[\w.~+-]*")
+_PACKAGE = re.compile(r"([\w.+-]+(/[\w.+-]+)*)?")
+_BZL_NAME = re.compile(r"[\w.+-]+(/[\w.+-]+)*\.bzl")
 _TARGET_NAME = re.compile(r"[A-Za-z0-9_.+=,@~/()\-]+\Z")
 
 
@@ -436,25 +439,31 @@ class FakeBuild:
         return module["value"]
 
     def resolve(self, label: str, from_package: str = "") -> str:
-        """Path (relative to `root`) of a .bzl label: this repository or one of `repos`."""
-        match = re.fullmatch(r"(?:@{1,2}([\w.~+-]*))?(//)?([\w./+-]*)?(?::([\w./+-]+))?", label)
-        if not match or not label.endswith(".bzl"):
+        """Path (relative to `root`) of a .bzl label: this repository or one of `repos`.
+
+        Forms: `:f.bzl` (relative), `//pkg:f.bzl`, `@repo//pkg:f.bzl`, `@@repo//...`
+        (Bazel) and `cell//pkg:f.bzl` (Buck2 cells; same repository names).
+        """
+        if not label.endswith(".bzl"):
             raise BzlError(f"load({label!r}): not a .bzl label")
-        repo, absolute, package, target = match.groups()
+        if "//" not in label:
+            if not label.startswith(":") or not _BZL_NAME.fullmatch(label[1:]):
+                raise BzlError(f"load({label!r}): relative labels must look like ':file.bzl'")
+            return f"{from_package}/{label[1:]}" if from_package else label[1:]
+        repo_part, rest = label.split("//", 1)
+        repo = repo_part.lstrip("@")
+        if repo_part.startswith("@") != (repo_part != repo) or not _REPO.fullmatch(repo):
+            raise BzlError(f"load({label!r}): bad repository name {repo_part!r}")
+        package, colon, name = rest.partition(":")
+        if not colon or not _PACKAGE.fullmatch(package) or not _BZL_NAME.fullmatch(name):
+            raise BzlError(f"load({label!r}): expected //package:file.bzl")
         base = ""
-        if repo is not None and repo not in SELF_REPOS:
+        if repo not in SELF_REPOS:
             if repo not in self.repos:
-                raise BzlError(f"load({label!r}): repository @{repo} is not available here")
+                raise BzlError(f"load({label!r}): repository {repo!r} is not available here")
             base = self.repos[repo]
-        if absolute:
-            package = str(Path(base) / package) if base else package or ""
-            if target is None:  # //pkg/file.bzl is not a label
-                raise BzlError(f"load({label!r}): missing ':' before the file name")
-        else:
-            if package or target is None:
-                raise BzlError(f"load({label!r}): relative labels must start with ':'")
-            package = from_package
-        return str(Path(package) / target) if package else target
+        parts = [p for p in (base, package, name) if p]
+        return "/".join(parts)
 
     def targets(self, package: str = "pkg") -> dict[str, RuleCall]:
         """Recorded rules of `package` by name."""

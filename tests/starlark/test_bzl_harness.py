@@ -126,8 +126,20 @@ def test_label_resolution() -> None:
     assert world.resolve("@//rules:defs.bzl") == "rules/defs.bzl"
     assert world.resolve(":x.bzl", "rules") == "rules/x.bzl"
     assert world.resolve("//:top.bzl") == "top.bzl"
+    assert world.resolve("@@//rules:defs.bzl") == "rules/defs.bzl"
+    assert world.resolve("shimkit//rules:defs.bzl") == "rules/defs.bzl"  # Buck2 cell
+    assert world.resolve(":sub/x.bzl", "a/b") == "a/b/sub/x.bzl"
     assert world.resolve("@rules_cc//cc:defs.bzl") == "third_party/rules_cc_stub/cc/defs.bzl"
-    for bad in ("@elsewhere//x:y.bzl", "//rules/defs.bzl", "rules:defs.bzl", "//rules:defs"):
+    bad_labels = (
+        "@elsewhere//x:y.bzl",
+        "//rules/defs.bzl",
+        "rules:defs.bzl",
+        "//rules:defs",
+        "x@//rules:defs.bzl",
+        "//ru les:defs.bzl",
+        ":",
+    )
+    for bad in bad_labels:
         with pytest.raises(BzlError):
             world.resolve(bad)
 
