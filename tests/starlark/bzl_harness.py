@@ -357,12 +357,13 @@ class FakeBuild:
     overrides: Mapping[str, str] = field(default_factory=dict)
     repos: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_REPOS))
     config: Mapping[tuple[str, str], str] = field(default_factory=dict)
-    calls: list[RuleCall] = field(default_factory=list)
-    loaded: dict[str, sl.FrozenModule] = field(default_factory=dict)
-    _package: str = ""
-    _failure: tuple[str, ...] = ()
-    _rejection: str | None = None
-    _pending: BzlError | None = None
+    calls: list[RuleCall] = field(default_factory=list, init=False)
+    loaded: dict[str, sl.FrozenModule] = field(default_factory=dict, init=False, repr=False)
+    # Evaluation state: the BUILD package being evaluated and what stopped the last eval.
+    _package: str = field(default="", init=False, repr=False)
+    _failure: tuple[str, ...] = field(default=(), init=False, repr=False)
+    _rejection: str | None = field(default=None, init=False, repr=False)
+    _pending: BzlError | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.backend not in _BACKENDS:
