@@ -10,6 +10,9 @@ place.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +24,7 @@ from shimkit.aot.blobinfo import (
     prefixed_blob_problems,
     unexpected_exports,
 )
-from shimkit.aot.modelfile import one_paragraph
+from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import check_output, staged_output
 from shimkit.aot.progress import progress
 from shimkit.aot.pt2 import read_blobs
@@ -60,11 +63,17 @@ def inductor_configs(
 
 def export_program(torch: ModuleType, model: Any, inputs: tuple[Any, ...], label: str) -> Any:
     """torch.export.export, with torch's reason as one paragraph on failure."""
+    captured = io.StringIO()
     try:
         model.eval()
-        return torch.export.export(model, inputs)
+        # torch prints the partial graph of a failed export to sys.stderr; hold
+        # stderr back and replay it only if the export succeeds.
+        with quiet_torch_logs(), contextlib.redirect_stderr(captured):
+            exported = torch.export.export(model, inputs)
     except Exception as exc:
         raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
+    sys.stderr.write(captured.getvalue())
+    return exported
 
 
 def compile_exported(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import runpy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,6 +23,26 @@ def one_paragraph(exc: BaseException, limit: int = 800) -> str:
     if len(flat) > limit:
         flat = flat[: limit - 3] + "..."
     return f"{type(exc).__name__}: {flat}"
+
+
+@contextmanager
+def quiet_torch_logs() -> Iterator[None]:
+    """Silence torch's warning logs (with tracebacks and graph dumps) inside the block.
+
+    Failures are reported by shimkit as one line; torch's own chatter about
+    the same failure would bury it.
+    """
+    manager = logging.Logger.manager
+    names = ["torch"] + [name for name in manager.loggerDict if name.startswith("torch.")]
+    loggers = [logging.getLogger(name) for name in names]
+    saved = [(logger, logger.level) for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR + 10)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
 
 
 def load_model_file(
@@ -63,7 +86,8 @@ def load_exported_program(path: Path, torch: ModuleType) -> Any:
     if not path.is_file():
         raise ShimkitError(f"{path}: exported program not found")
     try:
-        return torch.export.load(str(path))
+        with quiet_torch_logs(), path.open("rb") as handle:
+            return torch.export.load(handle)
     except Exception as exc:
         raise ShimkitError(
             f"{path}: not a saved ExportedProgram (torch.export.save output): {one_paragraph(exc)}"

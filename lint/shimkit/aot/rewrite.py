@@ -82,7 +82,8 @@ def rewrite_blob_bytes(
         raise ShimkitError(f"{location}: LIEF cannot parse this ELF file")
     record = BlobRewrite(member=None)
     for symbol in binary.dynamic_symbols:
-        if symbol.imported and _needs_rename(symbol.name, config, names):
+        # Undefined (SHN_UNDEF) = imported; LIEF's `imported` misses NOTYPE imports.
+        if symbol.shndx == 0 and _needs_rename(symbol.name, config, names):
             record.renamed.append(symbol.name)
             symbol.name = config.prefixed(symbol.name)
     for library in list(binary.libraries):

@@ -1,0 +1,181 @@
+"""`shimkit rewrite` on small gcc-built blobs: renames, refusals, bad input, safe outputs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from shimkit.aot.blobinfo import read_blob_info, verify_prefixed_blob
+from shimkit.aot.rewrite import rewrite_blob_file
+from shimkit.cli import main
+from shimkit.config import ShimConfig
+from shimkit.errors import ShimkitError
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+
+BLOB_C = r"""
+typedef void* AtenTensorHandle;
+extern int aoti_torch_get_numel(AtenTensorHandle, long*);
+extern int torch_stable_thing(void);
+int AOTInductorModelRun(AtenTensorHandle t, long* n) {
+  return aoti_torch_get_numel(t, n) + torch_stable_thing();
+}
+"""
+PROVIDER_C = "int aoti_torch_get_numel(void* t, long* n) { (void)t; *n = 1; return 0; }\n"
+
+
+def gcc(*argv: str) -> None:
+    subprocess.run(["gcc", *argv], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    work = tmp_path_factory.mktemp("blobs")
+    (work / "blob.c").write_text(BLOB_C)
+    (work / "provider.c").write_text(PROVIDER_C)
+    (work / "empty.c").write_text("int shimkit_test_unused;\n")
+    stub = work / "libtorch_stub.so"
+    gcc("-shared", "-fPIC", str(work / "empty.c"), "-o", str(stub))
+    blob = work / "blob.so"
+    gcc(
+        "-shared", "-fPIC", str(work / "blob.c"), "-o", str(blob), "-Wl,-z,execstack",
+        f"-L{work}", "-Wl,--no-as-needed", "-ltorch_stub",
+    )  # fmt: skip
+    (work / "v.map").write_text("V1 { global: aoti_torch_get_numel; local: *; };\n")
+    versioned_provider = work / "libvprov.so"
+    gcc(
+        "-shared", "-fPIC", str(work / "provider.c"), "-o", str(versioned_provider),
+        f"-Wl,--version-script={work / 'v.map'}",
+    )  # fmt: skip
+    versioned = work / "versioned.so"
+    gcc(
+        "-shared", "-fPIC", str(work / "blob.c"), "-o", str(versioned),
+        f"-L{work}", "-Wl,--no-as-needed", "-lvprov",
+    )  # fmt: skip
+    provider = work / "provider.so"
+    gcc("-shared", "-fPIC", str(work / "provider.c"), "-o", str(provider))
+    return {"blob": blob, "versioned": versioned, "provider": provider, "dir": work}
+
+
+def fresh_dir(tmp_path: Path, name: str) -> Path:
+    directory = tmp_path / name
+    directory.mkdir()
+    return directory
+
+
+def test_rewrite_renames_imports_drops_libtorch_and_clears_exec_stack(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    before = read_blob_info(built["blob"])
+    assert "libtorch_stub.so" in before.needed and before.exec_stack
+    with pytest.raises(ShimkitError, match="unprefixed"):  # negative control
+        verify_prefixed_blob(before, config)
+    out = tmp_path / "blob.prefixed.so"
+    [record] = rewrite_blob_file(built["blob"], out, config)
+    assert sorted(record.renamed) == ["aoti_torch_get_numel", "torch_stable_thing"]
+    after = read_blob_info(out)
+    assert config.prefixed("aoti_torch_get_numel") in after.imports
+    assert config.prefixed("torch_stable_thing") in after.imports
+    assert not [s for s in after.imports if config.is_family(s)]
+    assert after.needed == [n for n in before.needed if n != "libtorch_stub.so"]
+    assert not after.exec_stack
+    assert after.exports == before.exports
+    verify_prefixed_blob(after, config)
+    nm = subprocess.run(["nm", "-D", str(out)], capture_output=True, text=True, check=True)
+    assert f"U {config.prefixed('aoti_torch_get_numel')}" in nm.stdout
+
+
+def test_rewrite_of_a_pt2_keeps_other_members(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    package = tmp_path / "m.pt2"
+    member = "m/data/aotinductor/model/x.wrapper.so"
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("m/archive_format", "pt2")
+        archive.write(built["blob"], member)
+    out = tmp_path / "m.prefixed.pt2"
+    [record] = rewrite_blob_file(package, out, config)
+    assert record.member == member
+    with zipfile.ZipFile(out) as archive:
+        assert archive.namelist() == ["m/archive_format", member]
+        assert archive.read("m/archive_format") == b"pt2"
+        rewritten = archive.read(member)
+    assert config.prefixed("aoti_torch_get_numel").encode() in rewritten
+
+
+def test_refuses_a_blob_that_defines_shims(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    out_dir = fresh_dir(tmp_path, "out")
+    with pytest.raises(ShimkitError, match="defines shim symbol"):
+        rewrite_blob_file(built["provider"], out_dir / "p.so", config)
+    assert list(out_dir.iterdir()) == []
+
+
+def test_refuses_versioned_shim_imports(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    info = read_blob_info(built["versioned"])
+    assert any(s.name == "aoti_torch_get_numel" and s.version == "V1" for s in info.symbols)
+    out_dir = fresh_dir(tmp_path, "out")
+    with pytest.raises(ShimkitError, match="versioned shim symbol.*aoti_torch_get_numel@V1"):
+        rewrite_blob_file(built["versioned"], out_dir / "v.so", config)
+    assert list(out_dir.iterdir()) == []
+
+
+def test_non_elf_and_truncated_blobs_are_clear_errors(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    text = tmp_path / "notes.so"
+    text.write_text("not a shared object\n")
+    with pytest.raises(ShimkitError, match="neither an ELF shared object nor a .pt2"):
+        rewrite_blob_file(text, tmp_path / "a.so", config)
+    data = built["blob"].read_bytes()
+    for size in (64, 700, len(data) // 2):
+        truncated = tmp_path / f"trunc{size}.so"
+        truncated.write_bytes(data[:size])
+        with pytest.raises(ShimkitError, match="truncated or malformed|no .dynsym"):
+            rewrite_blob_file(truncated, tmp_path / f"out{size}.so", config)
+    assert not list(tmp_path.glob("out*.so"))
+
+
+def test_zip_without_blob_is_a_clear_error(tmp_path: Path, config: ShimConfig) -> None:
+    package = tmp_path / "empty.pt2"
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("empty/archive_format", "pt2")
+    with pytest.raises(ShimkitError, match="no data/aotinductor"):
+        rewrite_blob_file(package, tmp_path / "o.pt2", config)
+    assert not (tmp_path / "o.pt2").exists()
+
+
+def test_existing_output_is_refused_then_forced(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    out = tmp_path / "taken.so"
+    out.write_text("keep me")
+    with pytest.raises(ShimkitError, match="output exists"):
+        rewrite_blob_file(built["blob"], out, config)
+    assert out.read_text() == "keep me"
+    rewrite_blob_file(built["blob"], out, config, overwrite=True)
+    assert read_blob_info(out).exports == ["AOTInductorModelRun"]
+
+
+def test_cli_in_place_and_one_line_errors(
+    built: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], config: ShimConfig
+) -> None:
+    blob = tmp_path / "inplace.so"
+    shutil.copy(built["blob"], blob)
+    assert main(["rewrite", str(blob), "--in-place"]) == 0
+    verify_prefixed_blob(read_blob_info(blob), config)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inplace.so"]  # no temp left over
+    capsys.readouterr()
+    bogus = tmp_path / "bogus.so"
+    bogus.write_bytes(b"\x7fELF" + b"\0" * 10)
+    assert main(["rewrite", str(bogus)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("shimkit: error: ") and str(bogus) in err
+    assert "Traceback" not in err
