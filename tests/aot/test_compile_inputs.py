@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shimkit.aot.progress import progress
 from shimkit.aot.torchenv import check_version, require_torch
 from shimkit.cli import main
@@ -112,7 +111,7 @@ def test_torch_version_gate() -> None:
 
 def test_torch_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
-    with pytest.raises(ShimkitError, match="torch is not importable.*pip install"):
+    with pytest.raises(ShimkitError, match=r"torch is not importable.*pip install"):
         require_torch()
 
 

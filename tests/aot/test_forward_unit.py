@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from shimkit.aot.forward import build_forwarding_library, render_forwarding_source
 from shimkit.config import ShimConfig
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from shimkit.aot.blobinfo import BlobInfo, parse_blob_info, prefixed_blob_problems
 from shimkit.aot.pt2 import read_blobs
 from shimkit.config import ShimConfig

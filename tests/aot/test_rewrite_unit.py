@@ -8,7 +8,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from shimkit.aot.blobinfo import read_blob_info, verify_prefixed_blob
 from shimkit.aot.rewrite import rewrite_blob_file
 from shimkit.cli import main
@@ -122,7 +121,7 @@ def test_refuses_versioned_shim_imports(
     info = read_blob_info(built["versioned"])
     assert any(s.name == "aoti_torch_get_numel" and s.version == "V1" for s in info.symbols)
     out_dir = fresh_dir(tmp_path, "out")
-    with pytest.raises(ShimkitError, match="versioned shim symbol.*aoti_torch_get_numel@V1"):
+    with pytest.raises(ShimkitError, match=r"versioned shim symbol.*aoti_torch_get_numel@V1"):
         rewrite_blob_file(built["versioned"], out_dir / "v.so", config)
     assert list(out_dir.iterdir()) == []
 
@@ -132,13 +131,13 @@ def test_non_elf_and_truncated_blobs_are_clear_errors(
 ) -> None:
     text = tmp_path / "notes.so"
     text.write_text("not a shared object\n")
-    with pytest.raises(ShimkitError, match="neither an ELF shared object nor a .pt2"):
+    with pytest.raises(ShimkitError, match=r"neither an ELF shared object nor a \.pt2"):
         rewrite_blob_file(text, tmp_path / "a.so", config)
     data = built["blob"].read_bytes()
     for size in (64, 700, len(data) // 2):
         truncated = tmp_path / f"trunc{size}.so"
         truncated.write_bytes(data[:size])
-        with pytest.raises(ShimkitError, match="truncated or malformed|no .dynsym"):
+        with pytest.raises(ShimkitError, match=r"truncated or malformed|no \.dynsym"):
             rewrite_blob_file(truncated, tmp_path / f"out{size}.so", config)
     assert not list(tmp_path.glob("out*.so"))
 
