@@ -1,0 +1,161 @@
+"""Loader behaviour: private temp files, pre-dlopen checks, clean errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shimkit.runtime as rt
+from shimkit.errors import ShimkitError
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: Path, monkeypatch) -> Path:
+    """Point the runtime's temp files at an empty directory we can inspect."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setenv("TMPDIR", str(d))
+    return d
+
+
+def test_temp_file_is_private_and_removed(cases, tmpdir_env: Path) -> None:
+    model = rt.load(cases["mlp"].pt2)
+    path = model.temp_path
+    assert path is not None and path.parent == tmpdir_env
+    assert path.name.startswith(f"shimkit-blob-{os.getpid()}-")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    model.close()
+    assert not path.exists()
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def test_identical_blobs_from_threads_never_share_a_path(cases, tmpdir_env: Path) -> None:
+    models: list[rt.Model] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            m = rt.load(cases["mlp"].pt2)
+            with lock:
+                models.append(m)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    paths = {m.temp_path for m in models}
+    assert len(paths) == 6
+    # each is its own dlopen'd copy and runs
+    for m in models:
+        np.testing.assert_allclose(
+            m(*cases["mlp"].inputs)[0], cases["mlp"].expected[0], rtol=1e-5, atol=1e-5
+        )
+    for m in models:
+        m.close()
+    assert list(tmpdir_env.iterdir()) == []
+
+
+def _bad(path: Path, tmpdir_env: Path, *needles: str) -> str:
+    with pytest.raises(ShimkitError) as info:
+        rt.load(path)
+    message = str(info.value)
+    assert "\n" not in message
+    for needle in needles:
+        assert needle in message
+    assert list(tmpdir_env.iterdir()) == [], "temp file left behind"
+    return message
+
+
+def test_non_elf(tmp_path: Path, tmpdir_env: Path) -> None:
+    p = tmp_path / "x.so"
+    p.write_bytes(b"hello world, not a blob")
+    _bad(p, tmpdir_env, str(p), "neither a .pt2 archive nor an ELF blob")
+
+
+@pytest.mark.parametrize("keep", [64, 4096, 200_000])
+def test_truncated_blob(cases, tmp_path: Path, tmpdir_env: Path, keep: int) -> None:
+    with zipfile.ZipFile(cases["mlp"].pt2) as archive:
+        data = archive.read(next(n for n in archive.namelist() if n.endswith(".so")))
+    p = tmp_path / "trunc.so"
+    p.write_bytes(data[:keep])
+    _bad(p, tmpdir_env, "blob:", "truncated")
+
+
+def test_missing_entry_points(fake_blob_dir: Path, tmpdir_env: Path) -> None:
+    _bad(
+        fake_blob_dir / "no_entries.so",
+        tmpdir_env,
+        "missing required entry point AOTInductorModelContainerCreateWithDevice",
+    )
+
+
+def test_needs_a_shim_we_do_not_provide(fake_blob_dir: Path, tmpdir_env: Path, config) -> None:
+    _bad(
+        fake_blob_dir / "missing_shim.so",
+        tmpdir_env,
+        config.prefixed("aoti_torch_cpu_cholesky_solve"),
+        "neither the slim shims",
+    )
+
+
+def test_unprefixed_import_rejected_although_libtorch_provides_it(
+    fake_blob_dir: Path, tmpdir_env: Path
+) -> None:
+    _bad(fake_blob_dir / "unprefixed.so", tmpdir_env, "unprefixed shim aoti_torch_get_dim")
+
+
+def test_real_unprefixed_blob_rejected(cases, tmpdir_env: Path) -> None:
+    _bad(cases["mlp_unprefixed"].pt2, tmpdir_env, "unprefixed shim aoti_torch_")
+
+
+def test_dlopen_failure_cleans_up(fake_blob_dir: Path, tmpdir_env: Path) -> None:
+    _bad(fake_blob_dir / "bad_needed.so", tmpdir_env, "dlopen failed", "libshimkit_gone.so")
+
+
+def test_pt2_without_blob(tmp_path: Path, tmpdir_env: Path) -> None:
+    p = tmp_path / "empty.pt2"
+    with zipfile.ZipFile(p, "w") as archive:
+        archive.writestr("m/archive_format", "pt2")
+    _bad(p, tmpdir_env, "expected exactly one AOTInductor blob")
+
+
+def test_wrong_input_count(cases) -> None:
+    with (
+        rt.load(cases["mlp"].pt2) as model,
+        pytest.raises(ShimkitError, match="takes 1 inputs, got 2"),
+    ):
+        model(*cases["mlp"].inputs, *cases["mlp"].inputs)
+
+
+def test_wrong_shape_and_dtype_from_package_metadata(cases) -> None:
+    x = cases["mlp"].inputs[0]
+    with rt.load(cases["mlp"].pt2) as model:
+        with pytest.raises(ShimkitError, match=r"expected shape \[4, 16\], got \[3, 16\]"):
+            model(x[:3])
+        with pytest.raises(ShimkitError, match="expected dtype float32, got float64"):
+            model(x.astype(np.float64))
+        np.testing.assert_allclose(model(x)[0], cases["mlp"].expected[0], rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_shape_without_metadata_fails_in_blob_check(cases, tmp_path: Path) -> None:
+    """A bare .so has no input metadata: the blob's own input check (which the
+    runtime turns on) rejects the input instead of reading out of bounds."""
+    with zipfile.ZipFile(cases["mlp"].pt2) as archive:
+        member = next(n for n in archive.namelist() if n.endswith(".so"))
+        blob = tmp_path / "mlp.so"
+        blob.write_bytes(archive.read(member))
+    x = cases["mlp"].inputs[0]
+    with rt.load(blob) as model:
+        with pytest.raises(ShimkitError, match="model run failed"):
+            model(np.zeros((64, 64), np.float32))
+        np.testing.assert_allclose(model(x)[0], cases["mlp"].expected[0], rtol=1e-5, atol=1e-5)

@@ -1,0 +1,266 @@
+"""The slim shims called directly: semantics that blobs rely on, against torch."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+import torch
+
+from tests.runtime.shimcall import Shims
+
+
+@pytest.fixture(scope="module")
+def sh(shims: ctypes.CDLL, config) -> Shims:
+    return Shims(shims, config)
+
+
+def _ints(*values: int) -> ctypes.Array:
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+def test_only_prefixed_shims_are_exported(libs, config) -> None:
+    from shimkit.elf import read_elf  # the linter's reader
+
+    image = read_elf(libs.shims.read_bytes(), str(libs.shims))
+    names = [s.name for s in image.exports]
+    shim_names = [n for n in names if config.is_prefixed_family(n)]
+    assert len(shim_names) >= 60
+    assert not [n for n in names if config.is_family(n)]
+    assert not [n for n in names if n.startswith("_ZN7shimkit")], "C++ internals leak"
+
+
+def test_reinterpret_offset_is_an_increment(sh: Shims) -> None:
+    base = np.arange(24, dtype=np.float32)
+    t = sh.wrap(base[4:], offset=4)
+    assert sh.geometry(t)[2] == 4
+    view = ctypes.c_void_p()
+    sh.ok(
+        "aoti_torch__reinterpret_tensor",
+        t,
+        ctypes.c_int64(2),
+        _ints(2, 3),
+        _ints(3, 1),
+        ctypes.c_int64(5),
+        ctypes.byref(view),
+    )
+    assert sh.geometry(view) == ([2, 3], [3, 1], 9)
+    np.testing.assert_array_equal(sh.read(view), base[9:15].reshape(2, 3))
+    sh.free(view)
+    sh.free(t)
+
+
+def test_view_past_storage_is_rejected(sh: Shims) -> None:
+    t = sh.wrap(np.zeros(6, np.float32))
+    view = ctypes.c_void_p()
+    rc = sh.call(
+        "aoti_torch__reinterpret_tensor",
+        t,
+        ctypes.c_int64(1),
+        _ints(7),
+        _ints(1),
+        ctypes.c_int64(0),
+        ctypes.byref(view),
+    )
+    assert rc == 1 and "storage has 24" in sh.error()
+    sh.free(t)
+
+
+def test_clone_keeps_storage_separate(sh: Shims) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = sh.wrap(a.T)  # non-contiguous
+    c = ctypes.c_void_p()
+    sh.ok("aoti_torch_clone", t, ctypes.byref(c))
+    a[0, 0] = 100
+    np.testing.assert_array_equal(sh.read(c), np.arange(6, dtype=np.float32).reshape(2, 3).T)
+    sh.free(c)
+    sh.free(t)
+
+
+@pytest.mark.parametrize(
+    ("device_type", "index", "ok"),
+    [(0, -1, True), (0, 0, True), (0, 1, False), (1, -1, False), (99, 0, False), (-3, 0, False)],
+)
+def test_device_metadata_is_validated(sh: Shims, device_type: int, index: int, ok: bool) -> None:
+    out = ctypes.c_void_p()
+    rc = sh.call(
+        "aoti_torch_empty_strided",
+        ctypes.c_int64(1),
+        _ints(4),
+        _ints(1),
+        ctypes.c_int32(6),
+        ctypes.c_int32(device_type),
+        ctypes.c_int32(index),
+        ctypes.byref(out),
+    )
+    assert (rc == 0) == ok, sh.error()
+    if ok:
+        sh.free(out)
+    else:
+        assert sh.error()  # a message, not a crash
+
+
+def test_errors_are_codes_not_exceptions(sh: Shims) -> None:
+    out = ctypes.c_int64()
+    assert sh.call("aoti_torch_get_dim", None, ctypes.byref(out)) == 1
+    assert "null tensor handle" in sh.error()
+    assert (
+        sh.call(
+            "aoti_torch_get_size",
+            sh.wrap(np.zeros(3, np.float32)),
+            ctypes.c_int64(5),
+            ctypes.byref(out),
+        )
+        == 1
+    )
+
+
+@pytest.mark.parametrize("transpose", [(False, False), (True, False), (False, True), (True, True)])
+def test_addmm_matches_torch(sh: Shims, transpose: tuple[bool, bool]) -> None:
+    rng = np.random.default_rng(0)
+    m1 = rng.standard_normal((5, 7), dtype=np.float32)
+    m2 = rng.standard_normal((7, 3), dtype=np.float32)
+    a = np.ascontiguousarray(m1.T).T if transpose[0] else m1
+    b = np.ascontiguousarray(m2.T).T if transpose[1] else m2
+    bias = rng.standard_normal(3, dtype=np.float32)
+    out = np.zeros((5, 3), np.float32)
+    sh.ok(
+        "aoti_torch_cpu_addmm_out",
+        sh.wrap(out),
+        sh.wrap(bias),
+        sh.wrap(a),
+        sh.wrap(b),
+        ctypes.c_double(0.5),
+        ctypes.c_double(2.0),
+    )
+    want = torch.addmm(
+        torch.from_numpy(bias), torch.from_numpy(m1), torch.from_numpy(m2), beta=0.5, alpha=2.0
+    )
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_bmm_matches_torch(sh: Shims) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4, 5), dtype=np.float32)
+    b = rng.standard_normal((3, 5, 2), dtype=np.float32)
+    out = np.zeros((3, 4, 2), np.float32)
+    sh.ok("aoti_torch_cpu_bmm_out", sh.wrap(out), sh.wrap(a), sh.wrap(b))
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def _conv(
+    sh: Shims,
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    stride: int,
+    padding: int,
+    dilation: int,
+    groups: int,
+) -> tuple[np.ndarray, list[int]]:
+    bias_handle = sh.wrap(b.numpy()) if b is not None else None
+    bias_ptr = ctypes.byref(bias_handle) if bias_handle is not None else None
+    spatial = x.dim() - 2
+    out = ctypes.c_void_p()
+    sh.ok(
+        "aoti_torch_cpu_convolution",
+        sh.wrap(x.numpy()),
+        sh.wrap(w.numpy()),
+        bias_ptr,
+        _ints(*[stride] * spatial),
+        ctypes.c_int64(spatial),
+        _ints(*[padding] * spatial),
+        ctypes.c_int64(spatial),
+        _ints(*[dilation] * spatial),
+        ctypes.c_int64(spatial),
+        ctypes.c_int32(0),
+        _ints(*[0] * spatial),
+        ctypes.c_int64(spatial),
+        ctypes.c_int64(groups),
+        ctypes.byref(out),
+    )
+    result, strides = sh.read(out), sh.geometry(out)[1]
+    sh.free(out)
+    return result, strides
+
+
+@pytest.mark.parametrize("x_cl", [False, True])
+@pytest.mark.parametrize("w_cl", [False, True])
+@pytest.mark.parametrize(
+    ("stride", "padding", "dilation", "groups"),
+    [(1, 1, 1, 1), (2, 0, 1, 1), (1, 2, 2, 2), (1, 1, 1, 4)],
+)
+def test_conv2d_matches_torch_values_and_strides(
+    sh: Shims, x_cl: bool, w_cl: bool, stride: int, padding: int, dilation: int, groups: int
+) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 9, 8)
+    w = torch.randn(8, 4 // groups, 3, 3)
+    b = torch.randn(8)
+    if x_cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    if w_cl:
+        w = w.contiguous(memory_format=torch.channels_last)
+    want = torch.ops.aten.convolution(
+        x, w, b, [stride] * 2, [padding] * 2, [dilation] * 2, False, [0, 0], groups
+    )
+    got, strides = _conv(sh, x, w, b, stride, padding, dilation, groups)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    assert strides == list(want.stride()), "output memory format differs from ATen's"
+
+
+def test_conv1d_without_bias(sh: Shims) -> None:
+    torch.manual_seed(1)
+    x, w = torch.randn(2, 3, 10), torch.randn(4, 3, 3)
+    want = torch.nn.functional.conv1d(x, w, None, stride=2, padding=1)
+    got, _ = _conv(sh, x, w, None, 2, 1, 1, 1)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_matches_torch(sh: Shims, largest: bool) -> None:
+    torch.manual_seed(2)
+    x = torch.randn(4, 9)
+    x[1, 3] = float("nan")
+    values, indices = ctypes.c_void_p(), ctypes.c_void_p()
+    sh.ok(
+        "aoti_torch_cpu_topk",
+        sh.wrap(x.numpy()),
+        ctypes.c_int64(3),
+        ctypes.c_int64(-1),
+        ctypes.c_int32(int(largest)),
+        ctypes.c_int32(1),
+        ctypes.byref(values),
+        ctypes.byref(indices),
+    )
+    want = torch.topk(x, 3, dim=-1, largest=largest)
+    np.testing.assert_array_equal(sh.read(values), want.values.numpy())
+    np.testing.assert_array_equal(sh.read(indices), want.indices.numpy())
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_stable_sort_matches_torch(sh: Shims, descending: bool, dim: int) -> None:
+    x = torch.tensor([[3.0, 1.0, 3.0, 2.0], [1.0, 1.0, 0.0, 5.0], [2.0, 3.0, 3.0, 1.0]])
+    values, indices = ctypes.c_void_p(), ctypes.c_void_p()
+    stable = ctypes.c_int32(1)
+    sh.ok(
+        "aoti_torch_cpu_sort_stable",
+        sh.wrap(x.numpy()),
+        ctypes.byref(stable),
+        ctypes.c_int64(dim),
+        ctypes.c_int32(int(descending)),
+        ctypes.byref(values),
+        ctypes.byref(indices),
+    )
+    want = torch.sort(x, dim=dim, descending=descending, stable=True)
+    np.testing.assert_array_equal(sh.read(values), want.values.numpy())
+    np.testing.assert_array_equal(sh.read(indices), want.indices.numpy())
+
+
+def test_copy_converts_dtype_and_strides(sh: Shims) -> None:
+    src = np.arange(12, dtype=np.int64).reshape(3, 4).T
+    dst = np.zeros((4, 3), np.float32)
+    sh.ok("aoti_torch_copy_", sh.wrap(dst), sh.wrap(src), ctypes.c_int32(0))
+    np.testing.assert_array_equal(dst, src.astype(np.float32))
