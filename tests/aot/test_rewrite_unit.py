@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from shimkit.aot.blobinfo import read_blob_info, verify_prefixed_blob
+from shimkit.aot.blobinfo import parse_blob_info, read_blob_info, verify_prefixed_blob
 from shimkit.aot.rewrite import rewrite_blob_file
 from shimkit.cli import main
 from shimkit.config import ShimConfig
@@ -178,3 +178,13 @@ def test_cli_in_place_and_one_line_errors(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("shimkit: error: ") and str(bogus) in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("which", ["blob", "versioned", "provider"])
+def test_linter_reader_and_pyelftools_fallback_agree(built: dict[str, Path], which: str) -> None:
+    data = built[which].read_bytes()
+    linter = parse_blob_info(data, which, reader="linter")
+    fallback = parse_blob_info(data, which, reader="pyelftools")
+    key = lambda info: sorted((s.name, s.defined, s.version) for s in info.symbols)  # noqa: E731
+    assert key(linter) == key(fallback) and key(linter)
+    assert (linter.needed, linter.exec_stack) == (fallback.needed, fallback.exec_stack)

@@ -71,8 +71,49 @@ def _versions(elf: object) -> list[str | None] | None:
     return result
 
 
-def parse_blob_info(data: bytes, location: str) -> BlobInfo:
-    """Dynamic symbols, NEEDED entries and the exec-stack flag of an ELF image in `data`."""
+def _parse_with_linter(data: bytes, location: str) -> BlobInfo | None:
+    """Read with the linter's reader (`shimkit.elf`); None if it is not available."""
+    try:
+        from shimkit.elf import ElfFormatError, read_elf
+    except ImportError:
+        return None
+    try:
+        image = read_elf(data, location)
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{location}: truncated or malformed ELF file: {exc.message}") from None
+    if image.e_type != "DYN":
+        raise ShimkitError(f"{location}: not a shared object (e_type {image.e_type})")
+    if image.symbol_table != ".dynsym":
+        raise ShimkitError(f"{location}: has no .dynsym section")
+    symbols = [DynSymbol(s.name, True, s.version) for s in image.exports]
+    symbols += [DynSymbol(s.name, False, s.version) for s in image.imports]
+    return BlobInfo(
+        location=location,
+        symbols=symbols,
+        needed=list(image.needed),
+        exec_stack=bool(image.exec_stack),
+    )
+
+
+def parse_blob_info(data: bytes, location: str, reader: str = "auto") -> BlobInfo:
+    """Dynamic symbols, NEEDED entries and the exec-stack flag of an ELF image in `data`.
+
+    `reader`: "linter" (shimkit.elf, the same reader the lint gate uses),
+    "pyelftools", or "auto" (the linter's when installed, else pyelftools).
+    """
+    if not data.startswith(ELF_MAGIC):
+        raise ShimkitError(f"{location}: not an ELF file (no \\x7fELF magic)")
+    if reader in ("auto", "linter"):
+        info = _parse_with_linter(data, location)
+        if info is not None:
+            return info
+        if reader == "linter":
+            raise ShimkitError("shimkit.elf (the linter's reader) is not installed")
+    return _parse_with_pyelftools(data, location)
+
+
+def _parse_with_pyelftools(data: bytes, location: str) -> BlobInfo:
+    """The fallback reader, used when the linter's `shimkit.elf` is not installed."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
