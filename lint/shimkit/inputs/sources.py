@@ -6,6 +6,7 @@ import contextlib
 import mmap
 import os
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -30,6 +31,7 @@ class _Scanner(Generic[T]):
 
     def file(self, entry: FileEntry) -> Iterator[T | InputError]:
         path = entry.path
+        data: bytes | mmap.mmap
         try:
             with open(path, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
@@ -38,20 +40,19 @@ class _Scanner(Generic[T]):
                         yield InputError(path, "empty file")
                     return
                 if size < _SMALL:
-                    yield from self.buffer(
-                        handle.read(), path, 0, entry.explicit, Budget(self.limits)
-                    )
-                    return
-                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                    data = handle.read()
+                else:
+                    data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             yield InputError(path, f"cannot read: {_describe(exc)}")
             return
         try:
-            yield from self.buffer(mapped, path, 0, entry.explicit, Budget(self.limits))
+            yield from self.buffer(data, path, 0, entry.explicit, Budget(self.limits))
         finally:
-            # BufferError: a view is still referenced; the GC unmaps it later.
-            with contextlib.suppress(BufferError):
-                mapped.close()
+            if isinstance(data, mmap.mmap):
+                # BufferError: a view is still referenced; the GC unmaps it later.
+                with contextlib.suppress(BufferError):
+                    data.close()
 
     def buffer(
         self, data: bytes | mmap.mmap, location: str, depth: int, explicit: bool, budget: Budget
@@ -97,7 +98,8 @@ class _Scanner(Generic[T]):
                     continue
                 name, body = item
                 yield from self.buffer(body, f"{location}!{name}", depth + 1, False, budget)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError,
+                ValueError) as exc:  # fmt: skip
             yield InputError(location, f"bad zip container: {' '.join(str(exc).split())}")
         finally:
             stream.close()

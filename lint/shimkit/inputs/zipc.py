@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import lzma
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import IO
 
@@ -85,6 +87,8 @@ def iter_zip_members(
             except ZipMemberError as exc:
                 yield exc
             except (
+                zlib.error,
+                lzma.LZMAError,
                 zipfile.BadZipFile,
                 zipfile.LargeZipFile,
                 OSError,

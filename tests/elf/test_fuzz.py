@@ -1,0 +1,162 @@
+"""Property tests: hostile bytes never produce a traceback, only ElfImage or one-line errors."""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shimkit.elf import ElfFormatError, ElfImage, InputError, read_elf
+from shimkit.elf.header import parse_layout
+from shimkit.inputs import iter_images
+
+from tests.fixtures.build import build_all
+
+SEEDS = [
+    "blob_unprefixed.so",
+    "blob_prefixed.o",
+    "blob_unprefixed_32.so",
+    "be64_blob.so",
+    "be32_blob.so",
+    "prog_nopie",
+]
+CONTAINERS = ["model.pt2", "libblobs.a", "model.pte"]
+FUZZ = settings(
+    max_examples=int(os.environ.get("SHIMKIT_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    derandomize=True,
+)
+_DATA: dict[str, bytes] = {}
+
+
+def seed(name: str) -> bytes:
+    if name not in _DATA:
+        _DATA[name] = build_all()[name].read_bytes()
+    return _DATA[name]
+
+
+def must_not_crash(data: bytes) -> ElfImage | ElfFormatError:
+    try:
+        image = read_elf(data, "fuzz.so")
+    except ElfFormatError as exc:
+        assert exc.location == "fuzz.so"
+        assert exc.message and "\n" not in exc.message
+        return exc
+    assert isinstance(image, ElfImage)
+    assert all(isinstance(s.name, str) for s in image.imports + image.exports)
+    return image
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(SEEDS),
+    edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=24),
+)
+def test_random_byte_mutations(name: str, edits: list[tuple[int, int]]) -> None:
+    data = bytearray(seed(name))
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    must_not_crash(bytes(data))
+
+
+@FUZZ
+@given(name=st.sampled_from(SEEDS), cut=st.floats(min_value=0.0, max_value=1.0))
+def test_truncations(name: str, cut: float) -> None:
+    data = seed(name)
+    size = int(len(data) * cut)
+    result = must_not_crash(data[:size])
+    if size < len(data) and isinstance(result, ElfImage):
+        # A shortened image can only read if nothing it declares was cut off.
+        assert parse_layout(data[:size]).extent <= size
+
+
+_HUGE = st.sampled_from([0, 1, 0x7F, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF])
+_FIELDS = ["sh_offset", "sh_size", "sh_link", "sh_info", "sh_entsize", "sh_name", "sh_type"]
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(SEEDS),
+    section=st.integers(0, 40),
+    field=st.sampled_from(_FIELDS),
+    value=_HUGE,
+)
+def test_huge_counts_and_bad_offsets_in_section_headers(
+    name: str, section: int, field: str, value: int
+) -> None:
+    data = bytearray(seed(name))
+    layout = parse_layout(data)
+    index = section % max(len(layout.sections), 1)
+    row = layout.sections.copy()
+    dtype = row.dtype
+    limit = (1 << (8 * dtype[field].itemsize)) - 1
+    row[index][field] = value & limit
+    data[layout.shoff : layout.shoff + row.nbytes] = row.tobytes()
+    must_not_crash(bytes(data))
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(SEEDS),
+    offset=st.sampled_from([16, 18, 20, 24, 28, 32, 40, 44, 46, 48, 50, 52, 56, 58, 60, 62]),
+    value=_HUGE,
+    width=st.sampled_from([2, 4]),
+)
+def test_bad_file_header_fields(name: str, offset: int, value: int, width: int) -> None:
+    data = bytearray(seed(name))
+    endian = "<" if data[5] == 1 else ">"
+    fmt = endian + ("H" if width == 2 else "I")
+    struct.pack_into(fmt, data, offset, value & ((1 << (8 * width)) - 1))
+    must_not_crash(bytes(data))
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(SEEDS),
+    symbol=st.integers(1, 60),
+    value=st.sampled_from([0x7FFFFFFF, 0xFFFFFFFF, 0x10000]),
+)
+def test_symbol_name_offsets_past_the_string_table(name: str, symbol: int, value: int) -> None:
+    data = bytearray(seed(name))
+    layout = parse_layout(data)
+    tables = layout.sections_of_type(11) or layout.sections_of_type(2)
+    sec = layout.sections[tables[0]]
+    size = 16 if layout.elf_class == 1 else 24
+    count = int(sec["sh_size"]) // size
+    pos = int(sec["sh_offset"]) + (symbol % count) * size
+    struct.pack_into(layout.endian + "I", data, pos, value)
+    result = must_not_crash(bytes(data))
+    if symbol % count:
+        assert isinstance(result, ElfFormatError)
+        assert "past the end of its string table" in result.message
+
+
+@FUZZ
+@given(
+    name=st.sampled_from(CONTAINERS),
+    edits=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=16),
+    cut=st.floats(min_value=0.05, max_value=1.0),
+)
+def test_containers_never_raise(name: str, edits: list[tuple[int, int]], cut: float) -> None:
+    data = bytearray(seed(name))
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    data = data[: max(int(len(data) * cut), 1)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(bytes(data))
+        for item in iter_images([path]):
+            assert isinstance(item, ElfImage | InputError)
+            if isinstance(item, InputError):
+                assert item.message and "\n" not in item.message
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_unmutated_seeds_read(name: str) -> None:
+    """Positive control for the properties above: the seeds themselves read cleanly."""
+    assert isinstance(must_not_crash(seed(name)), ElfImage)
