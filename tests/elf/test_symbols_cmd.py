@@ -1,0 +1,109 @@
+"""`shimkit symbols`: JSON schema, determinism, text form, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.fixtures.build import PT2_BLOB_MEMBER, PTE_BLOB_OFFSET
+from tests.fixtures.elfwriter import ElfSpec, WSym, write_elf
+
+
+def test_json_for_files_archives_and_containers(
+    run_shimkit, elf_fixtures: dict[str, Path], config
+) -> None:
+    names = ["blob_unprefixed.so", "libblobs.a", "model.pt2", "model.pte", "shim_prefixed.so"]
+    paths = [str(elf_fixtures[n]) for n in names]
+    proc = run_shimkit(["symbols", "--format", "json", *paths])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "shimkit.symbols/v1"
+    assert doc["errors"] == []
+    by_path = {a["path"]: a for a in doc["artifacts"]}
+    root = str(elf_fixtures["blob_unprefixed.so"].parent)
+    assert list(by_path) == [
+        f"{root}/blob_unprefixed.so",
+        f"{root}/libblobs.a!blob_unprefixed.o",
+        f"{root}/libblobs.a!blob_prefixed.o",
+        f"{root}/libblobs.a!a_member_name_longer_than_sixteen.o",
+        f"{root}/model.pt2!{PT2_BLOB_MEMBER}",
+        f"{root}/model.pte!elf@{PTE_BLOB_OFFSET:#x}",
+        f"{root}/shim_prefixed.so",
+    ]
+    blob = by_path[f"{root}/blob_unprefixed.so"]
+    assert set(blob) >= {"path", "imports", "exports", "needed", "soname", "symbol_table"}
+    assert "aoti_torch_get_dim" in blob["imports"]
+    assert blob["imports"] == sorted(blob["imports"])
+    assert blob["symbol_table"] == ".dynsym" and blob["symbol_count"] > 0
+    assert by_path[f"{root}/model.pt2!{PT2_BLOB_MEMBER}"]["imports"] == blob["imports"]
+    shim = by_path[f"{root}/shim_prefixed.so"]
+    assert config.prefixed("aoti_torch_get_dim") in shim["exports"]
+
+
+def test_versions_are_stripped_and_names_unique(run_shimkit) -> None:
+    libc = Path("/usr/lib/x86_64-linux-gnu/libc.so.6")
+    proc = run_shimkit(["symbols", "--format", "json", str(libc)])
+    art = json.loads(proc.stdout)["artifacts"][0]
+    assert "@" not in "".join(art["exports"] + art["imports"])
+    assert art["exports"] == sorted(set(art["exports"]))
+    assert "malloc" in art["exports"] and art["soname"] == "libc.so.6"
+
+
+def test_output_is_deterministic(run_shimkit, elf_fixtures: dict[str, Path]) -> None:
+    root = str(elf_fixtures["blob_unprefixed.so"].parent)
+    first = run_shimkit(["symbols", "--format", "json", root])
+    second = run_shimkit(["symbols", "--format", "json", root])
+    assert first.returncode == 0 and first.stdout == second.stdout
+
+
+def test_errors_exit_1_and_other_artifacts_still_printed(
+    run_shimkit, tmp_path: Path, elf_fixtures: dict[str, Path]
+) -> None:
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"\x03\x00" + b"\0" * 10)
+    good = elf_fixtures["blob_prefixed.so"]
+    proc = run_shimkit(["symbols", "--format", "json", str(bad), str(good)])
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert [a["path"] for a in doc["artifacts"]] == [str(good)]
+    assert doc["errors"][0]["path"] == str(bad)
+    assert "truncated" in doc["errors"][0]["message"]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"shimkit: error: {bad}: ")
+
+
+def test_text_format(run_shimkit, elf_fixtures: dict[str, Path]) -> None:
+    path = elf_fixtures["blob_needs_libtorch.so"]
+    proc = run_shimkit(["symbols", str(path)])
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"{path}: DYN EM_X86_64 64-bit"
+    assert "  needed libtorch_cpu.so" in lines
+    assert any(line.startswith("  import ") for line in lines)
+    assert "  export AOTInductorModelContainerRun" in lines
+
+
+def test_images_without_symbols_are_flagged(run_shimkit, tmp_path: Path) -> None:
+    """An empty table and a missing table (no section headers) both show up for the gate."""
+    empty = tmp_path / "empty_table.so"
+    empty.write_bytes(write_elf(ElfSpec(symbols=[])))
+    no_table = tmp_path / "no_sections.so"
+    spec = ElfSpec(symbols=[WSym("aoti_torch_x", defined=False)], needed=["libc.so.6"])
+    data = bytearray(write_elf(spec))
+    data[0x28:0x30] = bytes(8)  # e_shoff = 0 (ELF64 big-endian): no section headers
+    data[0x3C:0x40] = bytes(4)  # e_shnum = 0, e_shstrndx = 0
+    no_table.write_bytes(bytes(data))
+    proc = run_shimkit(["symbols", "--format", "json", str(empty), str(no_table)])
+    assert proc.returncode == 0, proc.stderr
+    arts = {Path(a["path"]).name: a for a in json.loads(proc.stdout)["artifacts"]}
+    assert arts["empty_table.so"]["symbol_table"] == ".dynsym"
+    assert arts["empty_table.so"]["symbol_count"] == 0
+    assert arts["no_sections.so"]["symbol_table"] is None
+    assert arts["no_sections.so"]["needed"] == ["libc.so.6"]  # read through PT_DYNAMIC
+    for art in arts.values():
+        assert art["imports"] == [] and art["exports"] == []
+
+
+def test_usage_errors(run_shimkit) -> None:
+    assert run_shimkit(["symbols"]).returncode == 2
+    assert run_shimkit(["symbols", "--format", "xml", "x"]).returncode == 2
