@@ -390,6 +390,13 @@ const char* shimkit_model_temp_path(const shimkit_model* model) {
   return model ? model->file.path().c_str() : nullptr;
 }
 
+uintptr_t shimkit_model_load_base(const shimkit_model* model) {
+  if (model == nullptr || model->create == nullptr) return 0;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(model->create), &info) == 0) return 0;
+  return reinterpret_cast<uintptr_t>(info.dli_fbase);
+}
+
 const char* shimkit_model_input_name(const shimkit_model* model, size_t index) {
   if (model == nullptr || model->input_name_fn == nullptr || index >= model->num_inputs) {
     return nullptr;

@@ -53,14 +53,17 @@ def _check_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
 class Model:
     """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
 
-    def __init__(self, source: BlobSource, variant: str = "release") -> None:
+    def __init__(self, source: BlobSource, variant: str = "release", lint: bool = True) -> None:
         self.source = source
+        self._handle: ctypes.c_void_p | None = None
         self._rt: RuntimeLib = runtime_lib(variant)
+        if lint:
+            self._lint()
         handle = ctypes.c_void_p()
         rc = self._rt.lib.shimkit_model_load(source.data, len(source.data), ctypes.byref(handle))
         if rc != 0:
             raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
-        self._handle: ctypes.c_void_p | None = handle
+        self._handle = handle
         self.num_inputs = int(self._rt.lib.shimkit_model_num_inputs(handle))
         self.num_outputs = int(self._rt.lib.shimkit_model_num_outputs(handle))
         specs = source.inputs
@@ -76,6 +79,19 @@ class Model:
             None
         ] * self.num_outputs
         self._copied = ctypes.create_string_buffer(max(self.num_outputs, 1))
+
+    def _lint(self) -> None:
+        """The shimkit linter, in process, before anything is loaded."""
+        from shimkit.config import load_config
+        from shimkit.runtime.probe import lint_errors
+
+        provider = self._rt.provider_path()
+        if provider is None:
+            raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
+        errors = lint_errors(self.source.data, self._where(), load_config(), provider)
+        if errors:
+            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise ShimkitError(f"{self._where()}: rejected by the linter: {errors[0]}{more}")
 
     def _where(self) -> str:
         src = self.source
@@ -203,6 +219,11 @@ class Model:
             self.close()
 
 
-def load(path: str | os.PathLike[str], *, variant: str = "release") -> Model:
-    """Load a `.pt2` package or a blob `.so` onto the slim runtime."""
-    return Model(read_blob(Path(path)), variant=variant)
+def load(path: str | os.PathLike[str], *, variant: str = "release", lint: bool = True) -> Model:
+    """Load a `.pt2` package or a blob `.so` onto the slim runtime.
+
+    With `lint` (default) the shimkit linter checks the blob in process first;
+    the C loader then checks its ELF imports and entry points itself before
+    dlopen either way.
+    """
+    return Model(read_blob(Path(path)), variant=variant, lint=lint)

@@ -1,0 +1,92 @@
+"""`shimkit run`: run a prefixed blob (.pt2 or .so) on the slim runtime."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from shimkit.errors import ShimkitError
+
+HELP = "run a prefixed AOTInductor blob (.pt2 or .so) on the slim CPU runtime, without libtorch"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("blob", type=Path, help="a .pt2 package or a blob .so")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="X.npy",
+        help="one input per flag, in order (numpy .npy files)",
+    )
+    parser.add_argument(
+        "--zeros",
+        action="store_true",
+        help="run on zero inputs of the shapes recorded in the .pt2 (instead of --input)",
+    )
+    parser.add_argument(
+        "--save-dir", type=Path, help="write outputs there as out0.npy, out1.npy, ..."
+    )
+    parser.add_argument("--repeat", type=int, default=0, help="also time this many extra runs")
+    parser.add_argument("--no-lint", action="store_true", help="skip the in-process linter")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _read_input(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ShimkitError(f"{path}: not a readable .npy file: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.config:
+        os.environ["SHIMKIT_CONFIG"] = str(args.config)
+    from shimkit.runtime import load
+
+    model = load(args.blob, lint=not args.no_lint)
+    with model:
+        if args.zeros:
+            specs = model.input_specs
+            if specs is None or any(s.shape is None or None in s.shape for s in specs):
+                raise ShimkitError(f"{args.blob}: no fixed input shapes recorded; use --input")
+            inputs = [np.zeros(s.shape, s.dtype) for s in specs]  # type: ignore[arg-type]
+        else:
+            inputs = [_read_input(p) for p in args.input]
+        outputs = model(*inputs)
+        latency_us = None
+        if args.repeat > 0:
+            start = time.perf_counter()
+            for _ in range(args.repeat):
+                model(*inputs)
+            latency_us = (time.perf_counter() - start) / args.repeat * 1e6
+    if args.save_dir:
+        args.save_dir.mkdir(parents=True, exist_ok=True)
+        for i, out in enumerate(outputs):
+            np.save(args.save_dir / f"out{i}.npy", out)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "blob": str(args.blob),
+                    "outputs": [{"dtype": o.dtype.name, "shape": list(o.shape)} for o in outputs],
+                    "latency_us": latency_us,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    for i, out in enumerate(outputs):
+        summary = ""
+        if out.size and out.dtype.kind in "fiub":
+            summary = f"  min {out.min():.6g}  max {out.max():.6g}"
+        print(f"output {i}: {out.dtype.name} {list(out.shape)}{summary}")
+    if latency_us is not None:
+        print(f"latency: {latency_us:.2f} us/call over {args.repeat} calls")
+    return 0

@@ -1,0 +1,193 @@
+"""Same-process proof: with libtorch global, a prefixed blob binds only to the slim shims.
+
+`probe(path)` loads libtorch into global scope (the worst case), lints the
+blob, and then either
+- loads it through the slim runtime and reports, for every shim-family
+  import, the library its resolved GOT slot points into; or
+- (linter rejected it: the negative control) opens it raw in a child process
+  next to libtorch and reports where its imports bound there, without ever
+  letting it near the slim runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from shimkit.config import ShimConfig, load_config
+from shimkit.errors import ShimkitError
+from shimkit.runtime.bindings import Binding, library_of, resolved_imports
+from shimkit.runtime.blob import read_blob
+
+
+@dataclass
+class ProbeReport:
+    blob: str
+    provider: str
+    libtorch: str | None
+    lint_errors: list[str] = field(default_factory=list)
+    loaded_by_runtime: bool = False
+    ran: bool = False
+    bindings: list[Binding] = field(default_factory=list)
+
+    @property
+    def to_provider(self) -> list[Binding]:
+        return [b for b in self.bindings if b.library == self.provider]
+
+    @property
+    def to_libtorch(self) -> list[Binding]:
+        return [b for b in self.bindings if self.libtorch and b.library == self.libtorch]
+
+    @property
+    def ok(self) -> bool:
+        """Loaded by the runtime and every shim import bound to the provider."""
+        return (
+            self.loaded_by_runtime
+            and not self.lint_errors
+            and bool(self.bindings)
+            and len(self.to_provider) == len(self.bindings)
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+def load_libtorch_global() -> str:
+    """Make libtorch_cpu.so's symbols global in this process; returns its path."""
+    import ctypes
+
+    try:
+        import torch
+    except ImportError:
+        raise ShimkitError("torch is not installed: cannot put libtorch next to the blob") from None
+    path = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    ctypes.CDLL(str(path), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+    return os.path.realpath(path)
+
+
+def lint_errors(data: bytes, location: str, config: ShimConfig, provider: Path) -> list[str]:
+    """Error findings of the shimkit linter for a blob about to be loaded."""
+    from shimkit.checks import LintContext, Severity, lint_image
+    from shimkit.elf import ElfFormatError, read_elf
+
+    try:
+        image = read_elf(data, location)
+        exports = read_elf(provider.read_bytes(), str(provider)).exports
+    except ElfFormatError as exc:
+        return [str(exc)]
+    context = LintContext(
+        config=config,
+        force_blob=True,
+        providers=frozenset(s.name for s in exports),
+    )
+    return [
+        f"{f.rule_id}: {f.message}"
+        for f in lint_image(image, context)
+        if f.severity == Severity.ERROR
+    ]
+
+
+def _shim_imports(data: bytes, location: str, config: ShimConfig) -> set[str]:
+    from shimkit.elf import read_elf
+
+    image = read_elf(data, location)
+    return {
+        s.name
+        for s in image.imports
+        if config.is_family(s.name) or config.is_prefixed_family(s.name)
+    }
+
+
+def _raw_bindings_in_child(path: Path) -> list[Binding]:
+    """Negative control: dlopen the blob directly next to libtorch, in a child."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ShimkitError(f"{path}: raw dlopen next to libtorch failed: {last}")
+    return [Binding(**b) for b in json.loads(proc.stdout.strip().splitlines()[-1])]
+
+
+def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> ProbeReport:
+    """Lint, load and inspect one blob; see the module docstring."""
+    import numpy as np
+
+    from shimkit.runtime.model import Model
+
+    config = load_config()
+    libtorch = load_libtorch_global() if with_libtorch else None
+    source = read_blob(path)
+    location = f"{source.path}!{source.member}" if source.member else str(source.path)
+    from shimkit.runtime.capi import runtime_lib
+
+    rt = runtime_lib()
+    provider_path = rt.provider_path()
+    if provider_path is None:
+        raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
+    provider = os.path.realpath(provider_path)
+    report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
+    report.lint_errors = lint_errors(source.data, location, config, Path(provider))
+    wanted = _shim_imports(source.data, location, config)
+    if report.lint_errors:
+        if libtorch is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                raw = Path(tmp) / "blob.so"
+                raw.write_bytes(source.data)
+                report.bindings = [b for b in _raw_bindings_in_child(raw) if b.symbol in wanted]
+        return report
+    model = Model(source, lint=False)
+    try:
+        report.loaded_by_runtime = True
+        base = int(rt.lib.shimkit_model_load_base(model._handle))
+        report.bindings = resolved_imports(source.data, base, wanted)
+        if (
+            run
+            and model.input_specs is not None
+            and all(
+                s.shape is not None and None not in s.shape and s.dtype for s in model.input_specs
+            )
+        ):
+            model(*[np.zeros(s.shape, s.dtype) for s in model.input_specs])  # type: ignore[arg-type]
+            report.ran = True
+    finally:
+        model.close()
+    return report
+
+
+def _raw_child(path: str) -> int:
+    import ctypes
+
+    load_libtorch_global()
+    data = Path(path).read_bytes()
+    handle = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    entry = ctypes.cast(handle.AOTInductorModelContainerRun, ctypes.c_void_p).value or 0
+    from shimkit.runtime.bindings import _dladdr, _DlInfo
+
+    info = _DlInfo()
+    if _dladdr(ctypes.c_void_p(entry), ctypes.byref(info)) == 0:
+        print("dladdr failed", file=sys.stderr)
+        return 1
+    bindings = resolved_imports(data, int(info.dli_fbase or 0))
+    print(json.dumps([asdict(b) for b in bindings]))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--raw-child":
+        raise SystemExit(_raw_child(sys.argv[2]))
+    raise SystemExit("usage: python -m shimkit.runtime.probe --raw-child BLOB.so")
+
+
+__all__ = ["Binding", "ProbeReport", "library_of", "load_libtorch_global", "probe"]
