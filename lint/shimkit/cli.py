@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "rewrite": "rewrite_cmd",
     "lint": "lint_cmd",
     "gate": "gate_cmd",
+    "run": "run_cmd",
+    "probe": "probe_cmd",
 }
 
 
