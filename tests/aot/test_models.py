@@ -181,3 +181,15 @@ def test_prefixed_blob_needs_a_provider(artifacts: Artifacts, config: ShimConfig
     )
     assert proc.returncode != 0 and "loaded" not in proc.stdout
     assert f"undefined symbol: {config.prefix}aoti_torch_" in proc.stderr
+
+
+def test_the_linter_agrees(artifacts: Artifacts, capsys: pytest.CaptureFixture[str]) -> None:
+    """`shimkit lint` fails the default blob and passes the compiled and rewritten ones."""
+    from shimkit.cli import COMMANDS, main
+
+    if "lint" not in COMMANDS:
+        pytest.skip("shimkit lint is not part of this checkout")
+    assert main(["lint", str(artifacts.default("mlp"))]) != 0
+    assert main(["lint", str(artifacts.prefixed("mlp"))]) == 0
+    assert main(["lint", str(artifacts.rewritten("mlp"))]) == 0
+    capsys.readouterr()
