@@ -153,6 +153,33 @@ def test_sarif_structure(lint) -> None:  # type: ignore[no-untyped-def]
     assert len(run["results"]) == json_findings
 
 
+def test_text_colour_only_when_asked(config) -> None:  # type: ignore[no-untyped-def]
+    from shimkit.checks import LintContext, lint_set
+    from shimkit.elf import ElfImage, Symbol
+    from shimkit.report import render
+
+    sym = Symbol("aoti_torch_x", None, "GLOBAL", "FUNC", False)
+    img = ElfImage(
+        "a.so", 64, True, "DYN", "EM_X86_64", [sym], [], [], None, False, 10, ".dynsym", 1
+    )
+    result = lint_set([img], LintContext(config=config))
+    assert "\033[31m" in render(result, config, "text", color=True)
+    assert "\033[" not in render(result, config, "text", color=False)
+
+
+def test_pre_commit_hook_runs_shimkit_lint(repo_root: Path) -> None:
+    text = (repo_root / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    assert "- id: shimkit-lint" in text and "entry: shimkit lint" in text
+    assert "language: python" in text
+
+
+def test_sarif_absolute_paths_are_file_uris() -> None:
+    from shimkit.report.sarif import _artifact_location
+
+    assert _artifact_location("/tmp/a b.so") == {"uri": "file:///tmp/a%20b.so"}
+    assert _artifact_location("out/x.so") == {"uri": "out/x.so", "uriBaseId": "%SRCROOT%"}
+
+
 def test_sarif_container_member_is_a_logical_location() -> None:
     from shimkit.checks import Finding, Severity
     from shimkit.report.sarif import _result
@@ -176,7 +203,12 @@ class _Tty(io.StringIO):
 
 def test_progress_bar_draws_and_erases() -> None:
     stream = _Tty()
-    bar = ProgressBar(stream, min_interval=0.0)
+    quiet = _Tty()
+    short = ProgressBar(quiet)  # a scan shorter than the delay shows nothing
+    short(1, 1)
+    short.close()
+    assert quiet.getvalue() == ""
+    bar = ProgressBar(stream, min_interval=0.0, delay=0.0)
     bar(1, 4)
     bar(4, 4)
     bar.close()

@@ -8,11 +8,15 @@ from typing import TextIO
 
 
 class ProgressBar:
-    """Redraws one stderr line at most 10 times a second; `close()` erases it."""
+    """One stderr line, redrawn at most every `min_interval` s once `delay` s have passed."""
 
-    def __init__(self, stream: TextIO | None = None, *, min_interval: float = 0.1) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, min_interval: float = 0.1, delay: float = 0.5
+    ) -> None:
         self.stream = stream or sys.stderr
         self.min_interval = min_interval
+        self._start = time.monotonic()
+        self.delay = delay  # short scans never show a bar
         self._last = 0.0
         self._drawn = False
         self.count = 0
@@ -26,6 +30,8 @@ class ProgressBar:
         """Called by the input walker after each file: `done` of `total`."""
         self.count = done
         now = time.monotonic()
+        if now - self._start < self.delay:
+            return
         if now - self._last < self.min_interval and done != total:
             return
         self._last = now

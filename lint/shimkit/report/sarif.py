@@ -28,6 +28,13 @@ def _uri(path: str) -> str:
     return quote(posix, safe="/:@-._~")
 
 
+def _artifact_location(path: str) -> dict[str, str]:
+    """Relative paths resolve against %SRCROOT%; absolute ones become file:// URIs."""
+    if path.startswith("/"):
+        return {"uri": "file://" + _uri(path)}
+    return {"uri": _uri(path), "uriBaseId": "%SRCROOT%"}
+
+
 def _split(location: str) -> tuple[str, str | None]:
     """`outer.pt2!inner/x.so` -> ("outer.pt2", "inner/x.so")."""
     outer, sep, inner = location.partition("!")
@@ -59,7 +66,7 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, object]:
     if finding.symbol is not None:
         logical.append({"name": finding.symbol, "kind": "function"})
     location: dict[str, object] = {
-        "physicalLocation": {"artifactLocation": {"uri": _uri(outer), "uriBaseId": "%SRCROOT%"}}
+        "physicalLocation": {"artifactLocation": _artifact_location(outer)}
     }
     if logical:
         location["logicalLocations"] = logical
@@ -83,7 +90,11 @@ def sarif_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
             "level": "error",
             "message": {"text": f"{p.location}: {p.message}"},
             "locations": [
-                {"physicalLocation": {"artifactLocation": {"uri": _uri(_split(p.location)[0])}}}
+                {
+                    "physicalLocation": {
+                        "artifactLocation": _artifact_location(_split(p.location)[0])
+                    }
+                }
             ],
         }
         for p in result.problems
