@@ -29,6 +29,8 @@ def check(path: Path) -> None:
     fast = read_elf_names(data, str(path))
     assert fast.imports == [r[0] for r in imports]
     assert fast.exports == [r[0] for r in exports]
+    # The names path reads NEEDED/SONAME/machine without pyelftools: same answers.
+    assert (fast.needed, fast.soname, fast.machine) == (image.needed, image.soname, image.machine)
 
 
 @pytest.mark.parametrize("name", ELF_NAMES)
@@ -42,3 +44,16 @@ def test_system_library_equals_pyelftools(name: str) -> None:
     if not path.exists():
         pytest.skip(f"{path} not on this machine")
     check(path.resolve())
+
+
+def test_machine_table_agrees_with_pyelftools() -> None:
+    from elftools.elf.enums import ENUM_E_MACHINE
+    from shimkit.elf.header import MACHINES, machine_name
+
+    for value, name in MACHINES.items():
+        assert ENUM_E_MACHINE[name] == value
+    assert machine_name(0xB7) == "EM_AARCH64"
+    rare = {k for k, v in ENUM_E_MACHINE.items() if v == 90 and k.startswith("EM_")}
+    assert rare and 90 not in MACHINES
+    assert machine_name(90) in rare  # not in the table: looked up in pyelftools
+    assert machine_name(0xFFFE) == "EM_65534"

@@ -107,3 +107,19 @@ def test_images_without_symbols_are_flagged(run_shimkit, tmp_path: Path) -> None
 def test_usage_errors(run_shimkit) -> None:
     assert run_shimkit(["symbols"]).returncode == 2
     assert run_shimkit(["symbols", "--format", "xml", "x"]).returncode == 2
+
+
+def test_fast_json_writer_is_byte_identical_to_json_module() -> None:
+    import io
+
+    from shimkit.commands.symbols_cmd import SCHEMA, write_json
+
+    artifacts = [
+        {"path": "a!b", "imports": ["x", 'q"\\', "\u00e9"], "exports": [], "soname": None},
+        {"path": "c", "imports": [], "exports": ["z"], "needed": ["l.so"], "class": 64},
+    ]
+    errors = [{"path": "p", "message": "bad: 0x10 > 0x8"}]
+    out = io.StringIO()
+    write_json(out, artifacts, errors)
+    doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
+    assert out.getvalue() == json.dumps(doc, indent=1, sort_keys=True) + "\n"

@@ -86,12 +86,31 @@ def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
     out.write("\n".join(lines) + ("\n" if lines else ""))
 
 
+def _json_value(value: Any, indent: str) -> str:
+    """json.dumps with one list item per line (diff-friendly lock files), at C speed:
+    json's pure-Python indenting encoder takes longer than reading libtorch's table."""
+    if isinstance(value, list) and value:
+        inner = indent + " "
+        items = f",\n{inner}".join(_json_value(v, inner) for v in value)
+        return f"[\n{inner}{items}\n{indent}]"
+    if isinstance(value, dict) and value:
+        inner = indent + " "
+        items = f",\n{inner}".join(
+            f"{json.dumps(k)}: {_json_value(value[k], inner)}" for k in sorted(value)
+        )
+        return f"{{\n{inner}{items}\n{indent}}}"
+    return json.dumps(value)
+
+
+def write_json(out: TextIO, artifacts: list[dict[str, Any]], errors: list[dict[str, str]]) -> None:
+    doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
+    out.write(_json_value(doc, "") + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     artifacts, errors = collect(args.paths, follow_symlinks=args.follow_symlinks)
     if args.format == "json":
-        doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
-        json.dump(doc, sys.stdout, indent=1, sort_keys=True)
-        sys.stdout.write("\n")
+        write_json(sys.stdout, artifacts, errors)
     else:
         _write_text(sys.stdout, artifacts)
     for err in errors:

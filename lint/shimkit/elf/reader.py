@@ -31,6 +31,8 @@ from shimkit.elf.header import (
     SHT_SYMTAB,
     ElfLayout,
     HeaderError,
+    dynamic_strings,
+    machine_name,
     parse_layout,
 )
 from shimkit.elf.model import ElfFormatError, ElfImage, ElfNames, Symbol
@@ -150,17 +152,26 @@ class _Parsed:
     export_rows: np.ndarray
 
 
-def _parse(data: bytes | memoryview, prefixes: Sequence[str] | None) -> _Parsed:
+def _parse(
+    data: bytes | memoryview, prefixes: Sequence[str] | None, *, structure: bool = True
+) -> _Parsed:
+    """Parse an image. `structure=False` is the names-only path: no pyelftools (dynamic
+    strings and the machine name are read directly, versions are not resolved)."""
     layout = parse_layout(data)
-    from elftools.elf.elffile import ELFFile  # deferred: import cost only when reading
-
     stream = BufferStream(data)
     try:
-        elffile = ELFFile(stream)
+        elffile: Any = None
         e_type = _E_TYPES.get(layout.e_type, f"TYPE_{layout.e_type}")
-        machine = _machine_name(elffile, layout.e_machine)
+        if structure:
+            from elftools.elf.elffile import ELFFile  # deferred: import cost only when needed
+
+            elffile = ELFFile(stream)
+            machine = _machine_name(elffile, layout.e_machine)
+            needed, soname = _dynamic_info(elffile, layout)
+        else:
+            machine = machine_name(layout.e_machine)
+            needed, soname = dynamic_strings(data, layout)
         section_names = _section_names(data, layout)
-        needed, soname = _dynamic_info(elffile, layout)
         want = SHT_SYMTAB if e_type == "REL" else SHT_DYNSYM
         tables = layout.sections_of_type(want)
         table_name: str | None = None
@@ -186,7 +197,7 @@ def _parse(data: bytes | memoryview, prefixes: Sequence[str] | None) -> _Parsed:
             count = max(int(sec["sh_size"]) // SYM_SIZE[layout.elf_class] - 1, 0)
             versions = (
                 _versions(data, elffile, layout, t, count + 1, raw.index)
-                if want == SHT_DYNSYM
+                if want == SHT_DYNSYM and structure
                 else [None] * len(raw.names)
             )
         named = np.fromiter((bool(n) for n in raw.names), dtype=bool, count=len(raw.names))
@@ -309,7 +320,7 @@ def read_elf_names(data: bytes | memoryview, location: str) -> ElfNames:
     """Like read_elf, but only sorted symbol names: no Symbol objects (the fast path of
     `shimkit symbols` on tables with 100k entries)."""
     size = len(data)
-    return _guarded(location, lambda: _names(_parse(data, None), location, size))
+    return _guarded(location, lambda: _names(_parse(data, None, structure=False), location, size))
 
 
 def _one_line(exc: BaseException) -> str:
