@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import numpy as np
@@ -200,7 +201,7 @@ def _parse(
                 if want == SHT_DYNSYM and structure
                 else [None] * len(raw.names)
             )
-        named = np.fromiter((bool(n) for n in raw.names), dtype=bool, count=len(raw.names))
+        named = np.fromiter(map(bool, raw.names), dtype=bool, count=len(raw.names))
         return _Parsed(
             layout=layout,
             e_type=e_type,
@@ -228,6 +229,16 @@ def _sorted_rows(p: _Parsed, rows: np.ndarray, *, by_version: bool) -> list[int]
         order.sort(key=vkey.__getitem__)
     order.sort(key=p.names.__getitem__)  # stable: ties keep version order
     return order
+
+
+def _sorted_names(names: list[str], rows: np.ndarray) -> list[str]:
+    picked = (
+        [names[i] for i in rows.tolist()]
+        if rows.size < 2
+        else list(itemgetter(*rows.tolist())(names))
+    )
+    picked.sort()
+    return picked
 
 
 def _symbols(p: _Parsed, rows: np.ndarray, defined: bool) -> list[Symbol]:
@@ -267,8 +278,8 @@ def _names(p: _Parsed, location: str, size: int) -> ElfNames:
         e_type=p.e_type,
         machine=p.machine,
         elf_class=32 if p.layout.elf_class == 1 else 64,
-        imports=[names[i] for i in _sorted_rows(p, p.import_rows, by_version=False)],
-        exports=[names[i] for i in _sorted_rows(p, p.export_rows, by_version=False)],
+        imports=_sorted_names(names, p.import_rows),
+        exports=_sorted_names(names, p.export_rows),
         needed=p.needed,
         soname=p.soname,
         size=size,

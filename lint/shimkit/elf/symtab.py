@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -91,21 +92,21 @@ def decode_names(strtab: bytes, offsets: np.ndarray) -> list[str]:
     """
     if offsets.size == 0:
         return []
-    if strtab.isascii():
-        pieces: list[str] | list[bytes] = strtab.decode("ascii").split("\0")
-        ascii_text = True
-    else:
-        pieces = strtab.split(b"\0")
-        ascii_text = False
-    lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-    starts = np.zeros(len(pieces), dtype=np.int64)
-    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    ascii_text = strtab.isascii()
+    pieces: list[str] | list[bytes] = (
+        strtab.decode("ascii").split("\0") if ascii_text else strtab.split(b"\0")
+    )
+    # Piece k starts one byte after the (k-1)-th NUL: found vectorized, no per-piece Python.
+    nul = np.flatnonzero(np.frombuffer(strtab, dtype=np.uint8) == 0)
+    starts = np.empty(nul.size + 1, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = nul + 1
     offs = offsets.astype(np.int64, copy=False)
     idx = np.searchsorted(starts, offs, side="right") - 1
     skip = offs - starts[idx]
     idx_list = idx.tolist()
     if ascii_text:
-        names = [pieces[i] for i in idx_list]
+        names = list(itemgetter(*idx_list)(pieces)) if len(idx_list) > 1 else [pieces[idx_list[0]]]
     else:
         decoded = {i: _decode(pieces[i]) for i in set(idx_list)}  # type: ignore[arg-type]
         names = [decoded[i] for i in idx_list]
