@@ -86,13 +86,13 @@ def specs(config: ShimConfig) -> list[Spec]:
         Spec(
             "cxx_torch.wrapper.so",
             'namespace c10 { void warn_once(); }\nextern "C" {' + ENTRY_POINTS_C + "}\n"
-            "void g() { c10::warn_once(); }\n",
+            '__attribute__((visibility("hidden"))) void g() { c10::warn_once(); }\n',
             language="c++",
         ),
         Spec(
             "cxx_other.wrapper.so",
             'namespace mylib { void warn_once(); }\nextern "C" {' + ENTRY_POINTS_C + "}\n"
-            "void g() { mylib::warn_once(); }\n",
+            '__attribute__((visibility("hidden"))) void g() { mylib::warn_once(); }\n',
             language="c++",
         ),
         # SK007 and control (control: libdistinct.so, linked noexecstack)
@@ -111,7 +111,7 @@ def specs(config: ShimConfig) -> list[Spec]:
         Spec(
             "proxy.wrapper.so",
             ENTRY_POINTS_C + f"extern int {p}aoti_torch_proxy_executor_call_function(void*, int);\n"
-            f"int k(void* e) {{ return {p}aoti_torch_proxy_executor_call_function(e, 0); }}\n",
+            f"__attribute__((visibility(\"hidden\"))) int k(void* e) {{ return {p}aoti_torch_proxy_executor_call_function(e, 0); }}\n",
         ),
         # Gate: a library with no dynamic symbols at all (-nostdlib, no exports)
         Spec(

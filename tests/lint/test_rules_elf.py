@@ -74,4 +74,4 @@ def test_sk009_proxy_executor(config: ShimConfig, elf_dir: Path) -> None:
 
 def test_forced_blob_role(config: ShimConfig, elf_dir: Path) -> None:
     found = rule_ids(config, elf_dir, ["libdistinct.so"], force_blob=True)
-    assert found["libdistinct.so"] == ["SK008"]
+    assert found["libdistinct.so"] == ["SK008", "SK010"]

@@ -215,6 +215,15 @@ def test_sk009_proxy_executor(ctx: LintContext, config: ShimConfig) -> None:
     assert ids(blob(imports=[config.prefixed("aoti_torch_get_dim")]), ctx) == []
 
 
+def test_sk010_extra_blob_exports_is_a_warning(ctx: LintContext) -> None:
+    findings = lint_image(blob(exports=[*ENTRY, "_ZNSt6vectorIiED1Ev", "helper"]), ctx)
+    assert [(f.rule_id, f.severity.value) for f in findings] == [("SK010", "warning")]
+    assert "2 symbol(s)" in findings[0].message
+    assert lint_set([blob(exports=[*ENTRY, "helper"])], ctx).exit_code() == 0
+    assert ids(blob(exports=[*ENTRY, "_init", "_fini"]), ctx) == []
+    assert ids(image(exports=["helper"]), ctx) == []  # own libraries may export anything
+
+
 @pytest.mark.parametrize(
     ("location", "exports", "expected"),
     [

@@ -161,6 +161,27 @@ def _needs_proxy_executor(image: ElfImage, context: LintContext, role: Role) -> 
             )
 
 
+_ELF_HOUSEKEEPING = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
+
+
+def _extra_blob_exports(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    extra = sorted(
+        {
+            s.name
+            for s in image.exports
+            if not s.name.startswith("AOTInductor") and s.name not in _ELF_HOUSEKEEPING
+        }
+    )
+    if extra:
+        sample = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
+        yield RULES_BY_ID["SK010"].finding(
+            image,
+            None,
+            f"exports {len(extra)} symbol(s) besides the AOTInductor* entry points: {sample}",
+            f"{len(extra)} extra export(s): {sample}",
+        )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="SK001",
@@ -256,6 +277,17 @@ RULES: tuple[Rule, ...] = (
         summary="a blob calls the proxy executor: an op has no C shim (slim runtimes lack it)",
         fix="replace the op with one that has a C shim, or run the model under libtorch",
         check=_needs_proxy_executor,
+    ),
+    Rule(
+        id="SK010",
+        name="blob-exports-extra-symbols",
+        severity=Severity.WARNING,
+        exit_bit=0,
+        roles=BLOB_ONLY,
+        summary="a blob exports symbols besides its AOTInductor* entry points",
+        fix="compile with -fvisibility=hidden and a version script "
+        "`{ global: AOTInductor*; local: *; };`",
+        check=_extra_blob_exports,
     ),
 )
 
