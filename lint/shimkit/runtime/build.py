@@ -123,9 +123,10 @@ def find_libraries(variant: str = "release") -> RuntimeLibs:
     """The libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
     env = os.environ.get(LIB_DIR_ENV)
     if env:
+        # The shim library may sit elsewhere (Bazel's _solib_*); the runtime
+        # finds it through its NEEDED entry and reports the real path once loaded.
         libs = RuntimeLibs(Path(env) / SHIMS_LIB, Path(env) / RUNTIME_LIB)
-        for lib in (libs.shims, libs.runtime):
-            if not lib.is_file():
-                raise ShimkitError(f"{lib}: not found (${LIB_DIR_ENV}={env})")
+        if not libs.runtime.is_file():
+            raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
         return libs
     return build(variant)

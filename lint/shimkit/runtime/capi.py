@@ -50,6 +50,15 @@ class RuntimeLib:
             self.lib = ctypes.CDLL(str(libs.runtime))
         except OSError as exc:
             raise ShimkitError(f"{libs.runtime}: cannot load the runtime: {exc}") from None
+        try:
+            self._declare()
+        except AttributeError as exc:
+            raise ShimkitError(f"{libs.runtime}: not a shimkit runtime library: {exc}") from None
+        provider = self.provider_path()
+        if provider is not None:
+            self.paths = RuntimeLibs(shims=provider, runtime=libs.runtime)
+
+    def _declare(self) -> None:
         lib = self.lib
         p, sz, i = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
         lib.shimkit_last_error.restype = ctypes.c_char_p
