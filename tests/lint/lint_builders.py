@@ -111,7 +111,8 @@ def specs(config: ShimConfig) -> list[Spec]:
         Spec(
             "proxy.wrapper.so",
             ENTRY_POINTS_C + f"extern int {p}aoti_torch_proxy_executor_call_function(void*, int);\n"
-            f"__attribute__((visibility(\"hidden\"))) int k(void* e) {{ return {p}aoti_torch_proxy_executor_call_function(e, 0); }}\n",
+            f'__attribute__((visibility("hidden"))) int k(void* e) {{\n'
+            f"  return {p}aoti_torch_proxy_executor_call_function(e, 0);\n}}\n",
         ),
         # Gate: a library with no dynamic symbols at all (-nostdlib, no exports)
         Spec(

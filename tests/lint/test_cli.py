@@ -11,6 +11,7 @@ import pytest
 from shimkit.exitcodes import (
     EXIT_COLLISION,
     EXIT_ERROR,
+    EXIT_EXPIRED_SUPPRESSION,
     EXIT_OTHER_VIOLATION,
     EXIT_UNPREFIXED,
     EXIT_USAGE,
@@ -94,6 +95,21 @@ def test_output_file_and_stderr_verdict(lint, tmp_path: Path) -> None:  # type: 
     assert proc.returncode == EXIT_UNPREFIXED and proc.stdout == ""
     assert json.loads(out.read_text())["exit_code"] == EXIT_UNPREFIXED
     assert "SK001" in proc.stderr
+
+
+def test_lint_suppressions(lint, elf_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    entry = (
+        '[[suppression]]\nrule = "SK001"\nsymbol = "aoti_torch_get_dim"\nowner = "@o"\n'
+        'reason = "r"\nexpires = {date}\n'
+    )
+    (elf_dir / "live.toml").write_text(entry.format(date="2999-01-01"))
+    (elf_dir / "dead.toml").write_text(entry.format(date="2000-01-01"))
+    live = lint("--no-reference", "--suppressions", "live.toml", "libimports_unprefixed.so")
+    assert live.returncode == 0, live.stdout
+    assert "1 finding(s) suppressed" in live.stdout
+    dead = lint("--no-reference", "--suppressions", "dead.toml", "libimports_unprefixed.so")
+    assert dead.returncode == EXIT_UNPREFIXED | EXIT_EXPIRED_SUPPRESSION
+    assert "has expired" in dead.stdout and "SK001" in dead.stdout
 
 
 def test_json_matches_golden(lint) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from shimkit.checks.model import Finding, LintContext, Role, Severity
 from shimkit.checks.roles import role_of
 from shimkit.checks.rules import RULES, RULES_BY_ID
 from shimkit.elf.model import InputError
-from shimkit.exitcodes import EXIT_ERROR
+from shimkit.exitcodes import EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
 
 if TYPE_CHECKING:
     from shimkit.elf import ElfImage
@@ -45,6 +45,8 @@ class LintResult:
     artifacts: list[ArtifactResult] = field(default_factory=list)
     problems: list[InputError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    suppressed: int = 0  # findings hidden by live suppressions
+    expired: list[str] = field(default_factory=list)  # expired suppressions (exit bit 32)
 
     @property
     def findings(self) -> list[Finding]:
@@ -52,6 +54,8 @@ class LintResult:
 
     def exit_code(self) -> int:
         code = EXIT_ERROR if self.problems else 0
+        if self.expired:
+            code |= EXIT_EXPIRED_SUPPRESSION
         for finding in self.findings:
             if finding.severity is Severity.ERROR:
                 code |= RULES_BY_ID[finding.rule_id].exit_bit

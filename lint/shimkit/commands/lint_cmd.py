@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from pathlib import Path
 
+from shimkit.checks import LintResult
 from shimkit.checks.run import LintOptions, run_lint
 from shimkit.config import load_config
 from shimkit.errors import ShimkitError
+from shimkit.gate.baseline import relative_location
+from shimkit.gate.suppressions import apply_suppressions, load_suppressions
 from shimkit.report import FORMATS, render
 from shimkit.report.progress import ProgressBar
 
@@ -76,6 +80,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="print nothing when everything is clean"
     )
+    parser.add_argument(
+        "--suppressions",
+        metavar="FILE",
+        help="TOML or JSON suppressions (as for `shimkit gate`); expired ones set exit bit 32",
+    )
+
+
+def apply_suppression_file(result: LintResult, path: str, root: Path, today: dt.date) -> None:
+    """Drop the findings live suppressions cover; record expired suppressions."""
+    suppressions = load_suppressions(Path(path))
+    pairs = [(f, relative_location(f.location, root)) for f in result.findings]
+    applied = apply_suppressions(pairs, suppressions, today)
+    kept = {id(f) for f in applied.kept}
+    for artifact in result.artifacts:
+        artifact.findings = [f for f in artifact.findings if id(f) in kept]
+    result.suppressed = len(applied.suppressed)
+    result.expired = [f"{s.describe()} has expired" for s in applied.expired]
 
 
 def use_color(args: argparse.Namespace) -> bool:
@@ -102,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if options.progress is not None:
             options.progress.close()
+    if args.suppressions:
+        today = dt.datetime.now(dt.timezone.utc).date()
+        apply_suppression_file(result, args.suppressions, Path.cwd(), today)
     text = render(result, config, args.format, color=use_color(args), quiet=args.quiet)
     write_report(text, args.output)
     if args.output and args.format != "text" and not args.quiet:

@@ -53,6 +53,8 @@ def lint_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
         ],
         "input_errors": [{"location": p.location, "message": p.message} for p in result.problems],
         "notes": list(result.notes),
+        "suppressed": result.suppressed,
+        "expired_suppressions": list(result.expired),
     }
 
 

@@ -37,7 +37,9 @@ def _summary(result: LintResult, config: ShimConfig) -> str:
     warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
     dirty = sum(1 for a in result.artifacts if a.findings)
     parts = [f"{len(result.artifacts)} artifact(s)"]
-    if dirty or result.problems:
+    if result.suppressed:
+        parts.append(f"{result.suppressed} finding(s) suppressed")
+    if dirty or result.problems or result.expired:
         parts.append(f"{dirty} with findings ({errors} error(s), {warnings} warning(s))")
         if result.problems:
             parts.append(f"{len(result.problems)} input error(s)")
@@ -82,6 +84,8 @@ def render_text(
         lines.append(paint("input errors:", _BOLD))
         for problem in result.problems:
             lines.append(f"  {paint('error', _COLORS[Severity.ERROR])} {problem}")
+    for expired in result.expired:
+        lines.append(f"{paint('error', _COLORS[Severity.ERROR])} {expired}")
     if quiet and not lines:
         return ""
     lines.append(_summary(result, config))
