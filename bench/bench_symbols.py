@@ -61,13 +61,57 @@ def main() -> int:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     names = read_elf_names(memoryview(mapped), str(lib))
     rows: list[tuple[str, float]] = [
-        ("nm -D --defined-only (process)", timed(process(["nm", "-D", "--defined-only", str(lib)]), args.repeat)),
-        ("shimkit symbols --format json (process)", timed(process([str(shimkit), "symbols", "--format", "json", str(lib)]), args.repeat)),
-        ("python -c 'import numpy' (process)", timed(process([sys.executable, "-c", "import numpy"]), args.repeat)),
-        ("read_elf_names (in-process)", timed(lambda: read_elf_names(memoryview(mapped), "x"), args.repeat)),
-        ("read_elf, Symbol objects + versions (in-process)", timed(lambda: read_elf(memoryview(mapped), "x"), args.repeat)),
-        ("read_elf, name_prefixes=shim families (in-process)", timed(lambda: read_elf(memoryview(mapped), "x", name_prefixes=("aoti_torch_", "torch_")), args.repeat)),
-    ]  # fmt: skip
+        (
+            "nm -D --defined-only (process)",
+            timed(process(["nm", "-D", "--defined-only", str(lib)]), args.repeat),
+        ),
+        (
+            "shimkit symbols --format json (process)",
+            timed(process([str(shimkit), "symbols", "--format", "json", str(lib)]), args.repeat),
+        ),
+        (
+            "python -m shimkit.commands.symbols_cmd --format json (process)",
+            timed(
+                process(
+                    [
+                        sys.executable,
+                        "-m",
+                        "shimkit.commands.symbols_cmd",
+                        "--format",
+                        "json",
+                        str(lib),
+                    ]
+                ),
+                args.repeat,
+            ),
+        ),
+        (
+            "python -c 'import shimkit.cli; build_parser()' (process)",
+            timed(
+                process([sys.executable, "-c", "import shimkit.cli as c; c.build_parser()"]),
+                args.repeat,
+            ),
+        ),
+        (
+            "python -c 'import numpy' (process)",
+            timed(process([sys.executable, "-c", "import numpy"]), args.repeat),
+        ),
+        (
+            "read_elf_names (in-process)",
+            timed(lambda: read_elf_names(memoryview(mapped), "x"), args.repeat),
+        ),
+        (
+            "read_elf, Symbol objects + versions (in-process)",
+            timed(lambda: read_elf(memoryview(mapped), "x"), args.repeat),
+        ),
+        (
+            "read_elf, name_prefixes=shim families (in-process)",
+            timed(
+                lambda: read_elf(memoryview(mapped), "x", name_prefixes=("aoti_torch_", "torch_")),
+                args.repeat,
+            ),
+        ),
+    ]
     if args.pyelftools:
         from elftools.elf.elffile import ELFFile
 
@@ -76,15 +120,19 @@ def main() -> int:
                 return sum(1 for s in ELFFile(f).get_section_by_name(".dynsym").iter_symbols())
 
         rows.append(("pyelftools .dynsym iteration (in-process)", timed(pyelftools_names, 1)))
-    print(f"# {lib} ({lib.stat().st_size / 1e6:.0f} MB, {len(names.exports)} exports, "
-          f"{len(names.imports)} imports), median of {args.repeat}")  # fmt: skip
+    print(
+        f"# {lib} ({lib.stat().st_size / 1e6:.0f} MB, {len(names.exports)} exports, "
+        f"{len(names.imports)} imports), median of {args.repeat}"
+    )
     for label, seconds in rows:
         print(f"{label:52s} {seconds * 1000:9.1f} ms")
     nm, whole = rows[0][1], rows[1][1]
     print(f"ratio nm / shimkit symbols (process): {nm / whole:.2f}  (>1: shimkit is faster)")
-    print(f"ratio nm / read_elf_names (in-process): {nm / rows[3][1]:.2f}")
+    direct = rows[2][1]
+    print(f"ratio nm / symbols_cmd module (process): {nm / direct:.2f}")
+    print(f"ratio nm / read_elf_names (in-process): {nm / rows[5][1]:.2f}")
     if args.pyelftools:
-        print(f"ratio pyelftools / read_elf_names: {rows[-1][1] / rows[3][1]:.1f}")
+        print(f"ratio pyelftools / read_elf_names: {rows[-1][1] / rows[5][1]:.1f}")
     return 0
 
 

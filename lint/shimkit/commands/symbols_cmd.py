@@ -116,3 +116,19 @@ def run(args: argparse.Namespace) -> int:
     for err in errors:
         print(f"shimkit: error: {err['path']}: {err['message']}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m shimkit.commands.symbols_cmd`: the same command without loading every
+    other subcommand's imports (the fast entry for huge libraries and benchmarks)."""
+    parser = argparse.ArgumentParser(prog="shimkit symbols", description=HELP)
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code not in (0, None) else 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Less common but legal layouts: extended section numbering, BSD and thin archives."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from shimkit.elf import InputError, read_elf
+from shimkit.elf.header import parse_layout
+from shimkit.inputs import iter_images
+
+from tests.fixtures.elfwriter import ElfSpec, WSym, write_elf
+
+
+def _spec() -> ElfSpec:
+    return ElfSpec(
+        elf_class=64,
+        little_endian=True,
+        machine="EM_X86_64",
+        symbols=[WSym("aoti_torch_get_dim", defined=False), WSym("exported", defined=True)],
+        needed=["libc.so.6"],
+    )
+
+
+def test_extended_section_numbering() -> None:
+    """e_shnum == 0 and e_shstrndx == SHN_XINDEX: the real values live in section 0."""
+    data = bytearray(write_elf(_spec()))
+    layout = parse_layout(data)
+    count, shstrndx = len(layout.sections), layout.shstrndx
+    struct.pack_into("<HH", data, 60, 0, 0xFFFF)  # e_shnum, e_shstrndx
+    struct.pack_into("<Q", data, layout.shoff + 32, count)  # section 0 sh_size
+    struct.pack_into("<I", data, layout.shoff + 40, shstrndx)  # section 0 sh_link
+    image = read_elf(bytes(data), "ext.so")
+    assert [s.name for s in image.imports] == ["aoti_torch_get_dim"]
+    assert [s.name for s in image.exports] == ["exported"]
+    assert image.needed == ["libc.so.6"]
+    reference = read_elf(write_elf(_spec()), "plain.so")
+    assert (image.imports, image.exports) == (reference.imports, reference.exports)
+
+
+def _ar_member(name: bytes, body: bytes) -> bytes:
+    header = name.ljust(16) + b"0".ljust(12) + b"0".ljust(6) + b"0".ljust(6) + b"644".ljust(8)
+    header += str(len(body)).encode().ljust(10) + b"`\n"
+    return header + body + (b"\n" if len(body) % 2 else b"")
+
+
+def test_bsd_archive_names(tmp_path: Path) -> None:
+    obj = write_elf(ElfSpec(e_type="REL", symbols=[WSym("aoti_torch_x", defined=False)]))
+    long_name = b"a_very_long_bsd_member_name.o"
+    archive = b"!<arch>\n" + _ar_member(b"__.SYMDEF", b"\0" * 8)
+    archive += _ar_member(b"#1/" + str(len(long_name)).encode(), long_name + obj)
+    archive += _ar_member(b"short.o/", obj)
+    path = tmp_path / "bsd.a"
+    path.write_bytes(archive)
+    results = list(iter_images([path]))
+    assert [r.location for r in results] == [
+        f"{path}!a_very_long_bsd_member_name.o",
+        f"{path}!short.o",
+    ]
+    assert all(not isinstance(r, InputError) for r in results)
+    assert [s.name for s in results[0].imports] == ["aoti_torch_x"]  # type: ignore[union-attr]
+
+
+def test_duplicate_member_names_stay_distinct(tmp_path: Path) -> None:
+    obj = write_elf(ElfSpec(e_type="REL", symbols=[WSym("f", defined=True)]))
+    path = tmp_path / "dup.a"
+    path.write_bytes(b"!<arch>\n" + _ar_member(b"x.o/", obj) + _ar_member(b"x.o/", obj))
+    assert [r.location for r in iter_images([path])] == [f"{path}!x.o", f"{path}!x.o#2"]
+
+
+def test_thin_archive_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "thin.a"
+    path.write_bytes(b"!<thin>\n" + _ar_member(b"x.o/", b""))
+    results = list(iter_images([path]))
+    assert len(results) == 1 and isinstance(results[0], InputError)
+    assert "thin archive" in results[0].message
