@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,14 +45,29 @@ class ArtifactState:
         }
 
 
+# AOTInductor names a blob after a content hash ("c" + 51 base32 characters),
+# which changes on every recompile; the baseline keeps a stable placeholder.
+_AOTI_HASH_NAME = re.compile(r"(^|/)c[a-z0-9]{51}(?=(\.wrapper)?\.so$)")
+HASH_PLACEHOLDER = "{hash}"
+
+
 def relative_location(location: str, root: Path) -> str:
-    """`location` with its outer file made relative to `root` (when under it), POSIX style."""
+    """`location` with its outer file made relative to `root` (when under it), POSIX style.
+
+    An AOTI blob's content-hash file name becomes `{hash}` (e.g.
+    `model.pt2!model/data/aotinductor/model/{hash}.wrapper.so`), so recompiling
+    a model does not look like one artifact gone and another new.
+    """
     outer, sep, inner = location.partition("!")
     try:
         rel = Path(os.path.abspath(outer)).relative_to(Path(os.path.abspath(root)))
         outer = rel.as_posix()
     except ValueError:
         outer = Path(outer).as_posix()
+    if sep:
+        inner = _AOTI_HASH_NAME.sub(r"\1" + HASH_PLACEHOLDER, inner)
+    else:
+        outer = _AOTI_HASH_NAME.sub(r"\1" + HASH_PLACEHOLDER, outer)
     return outer + sep + inner
 
 
