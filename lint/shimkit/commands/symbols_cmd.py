@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, TextIO
 
 from shimkit.elf import ElfNames, InputError
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _unique(names: list[str]) -> list[str]:
     """Sorted input -> sorted, without repeats (a name may have several versions)."""
-    return [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]
+    return list(dict.fromkeys(names))
 
 
 def artifact_record(image: ElfNames) -> dict[str, Any]:
@@ -91,7 +92,10 @@ def _json_value(value: Any, indent: str) -> str:
     json's pure-Python indenting encoder takes longer than reading libtorch's table."""
     if isinstance(value, list) and value:
         inner = indent + " "
-        items = f",\n{inner}".join(_json_value(v, inner) for v in value)
+        if all(type(v) is str for v in value):  # symbol lists: one C call per string
+            items = f",\n{inner}".join(map(encode_basestring_ascii, value))
+        else:
+            items = f",\n{inner}".join(_json_value(v, inner) for v in value)
         return f"[\n{inner}{items}\n{indent}]"
     if isinstance(value, dict) and value:
         inner = indent + " "
