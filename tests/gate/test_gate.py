@@ -154,7 +154,7 @@ def test_unreadable_input_and_empty_input_are_hard_failures(gate, workdir, tmp_p
     assert proc.returncode & EXIT_ERROR and "junk.so" in proc.stdout
     (tmp_path / "empty").mkdir()
     nothing = gate("empty")
-    assert nothing.returncode & EXIT_ERROR and "no ELF artifacts" in nothing.stdout
+    assert nothing.returncode & EXIT_ERROR and "no ELF artifacts found" in nothing.stdout
 
 
 @pytest.mark.parametrize(

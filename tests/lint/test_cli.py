@@ -74,6 +74,13 @@ def test_input_errors_never_stop_other_files(lint, elf_dir: Path) -> None:  # ty
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+def test_nothing_to_lint_is_an_error(lint, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = lint("--no-reference", str(empty))
+    assert proc.returncode == EXIT_ERROR and "no ELF artifacts found" in proc.stdout
+
+
 def test_usage_errors_exit_2(lint) -> None:  # type: ignore[no-untyped-def]
     assert lint().returncode == EXIT_USAGE
     assert lint("--format", "xml", "good.wrapper.so").returncode == EXIT_USAGE

@@ -81,6 +81,10 @@ def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
     )
     result = lint_set(images, context, extra_providers=provider_names)
     result.problems.extend(provider_errors)
+    if not result.artifacts and not result.problems:
+        # an empty directory or a mistyped bazel-bin path must not pass silently
+        where = " ".join(options.paths)
+        result.problems.append(InputError(where, "no ELF artifacts found; nothing was linted"))
     result.problems.sort(key=lambda p: p.location)
     if reference is not None:
         result.notes.append("SK003 reference: " + ", ".join(reference.libraries))

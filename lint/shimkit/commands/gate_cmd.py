@@ -98,8 +98,6 @@ def evaluate(
             options.progress.close()
     outcome.artifacts = len(result.artifacts)
     outcome.errors = [str(p) for p in result.problems] + _empty_table_problems(result)
-    if not result.artifacts and not outcome.errors:
-        outcome.errors.append("no ELF artifacts found in the given paths; nothing to gate")
     if outcome.errors:
         outcome.code |= EXIT_ERROR
     applied: Applied = apply_suppressions(_rel_findings(result, root), suppressions, today)
