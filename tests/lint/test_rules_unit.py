@@ -174,6 +174,8 @@ def test_sk005_needs_libtorch(ctx: LintContext) -> None:
         ("_ZN5torch3jit4loadEv", True),
         ("_ZTVN3c1011StorageImplE", True),
         ("_ZTIN2at6TensorE", True),
+        ("_ZNK6caffe28TypeMeta4nameEv", True),
+        ("_ZN6caffe2x3fooEv", False),
         ("_ZN5mylib3fooEv", False),
         ("_ZN3c1x3fooEv", False),
         ("_ZN2atlas3fooEv", False),

@@ -26,10 +26,10 @@ OWN_AND_BLOB = frozenset({Role.OWN, Role.BLOB})
 # the shim ABI) into the process.
 _TORCH_LIBRARY = re.compile(r"^(libtorch|libc10)[^/]*\.so(\..*)?$")
 
-# Itanium-mangled names whose outermost nested name is the c10, at or torch
-# namespace (functions, and their typeinfo/vtable/guard variables). The blob
+# Itanium-mangled names whose outermost nested name is the c10, at, torch or
+# caffe2 namespace (functions, and their typeinfo/vtable/guard variables). The blob
 # would need libtorch's C++ ABI to load.
-_TORCH_CXX = re.compile(r"^_Z(?:T[VIST]|G[VR])?N[rVKRO]*(?:3c10|2at|5torch)(?=\d|[CDI])")
+_TORCH_CXX = re.compile(r"^_Z(?:T[VIST]|G[VR])?N[rVKRO]*(?:3c10|2at|5torch|6caffe2)(?=\d|[CDI])")
 
 # Exports every ELF shared object has, or that the toolchain makes weak in
 # every C++ library (the std:: and __gnu_cxx vague-linkage template
@@ -244,7 +244,7 @@ RULES: tuple[Rule, ...] = (
         severity=Severity.ERROR,
         exit_bit=EXIT_OTHER_VIOLATION,
         roles=BLOB_ONLY,
-        summary="a blob imports C++ symbols of the c10, at or torch namespaces",
+        summary="a blob imports C++ symbols of the c10, at, torch or caffe2 namespaces",
         fix="export the model with ops that have C shims only; blobs must use the C shim ABI",
         check=_imports_torch_cxx,
     ),
