@@ -269,7 +269,9 @@ def _cxx_library(
         fail("%s: link_whole must be True or False, got %r" % (_macro_id(kind, name), link_whole))
     neutral = list(aten_neutral_deps)
     for dep in neutral:
-        if (type(deps) == "list" and dep in deps) or (type(exported_deps) == "list" and dep in exported_deps):
+        if type(deps) != "list" or type(exported_deps) != "list":
+            break  # select(): cannot be searched; _aten_deps reports it if it matters
+        if dep in deps or dep in exported_deps:
             continue
         fail('%s: aten_neutral_deps entry "%s" is not in deps or exported_deps (labels must match exactly)' % (_macro_id(kind, name), dep))
     spec = dict(
