@@ -201,8 +201,11 @@ def _split_defines(flags):
         fail("a trailing -D has no macro after it in %r" % (flags,))
     return defines, others
 
-def _bazel_attrs(spec):
+def _bazel_attrs(spec, kind = "shimkit_cxx_library"):
     """The native.cc_library attributes for a Buck-style `spec` dict."""
+    for key in ("preprocessor_flags", "exported_preprocessor_flags"):
+        if type(spec[key]) != "list":
+            fail("%s: %s must be a plain list under Bazel (its -D entries are sorted into defines at load time); put select() in compiler_flags instead" % (_macro_id(kind, spec["name"]), key))
     local_defines, private_other = _split_defines(spec["preprocessor_flags"])
     defines, exported_other = _split_defines(spec["exported_preprocessor_flags"])
     attrs = dict(spec["common"])
@@ -242,7 +245,7 @@ def _declare(kind, spec):
     if _is_buck2():
         native.cxx_library(**_buck2_attrs(kind, spec))
     else:
-        native.cc_library(**_bazel_attrs(spec))  # buildifier: disable=native-cc-library
+        native.cc_library(**_bazel_attrs(spec, kind))  # buildifier: disable=native-cc-library
 
 def _cxx_library(
         kind,

@@ -60,6 +60,12 @@ CASES: dict[str, tuple[str, list[str]]] = {
             "exported_deps"
         ],
     ),
+    "select_preprocessor_flags": (
+        LOAD
+        + 'shimkit_cxx_library(name = "x", '
+        + 'preprocessor_flags = select({"//conditions:default": ["-DA"]}))\n',
+        ['shimkit_cxx_library(name = "x"): preprocessor_flags must be a plain list under Bazel'],
+    ),
     "bad_prefix": (
         BAD_PREFIX_LOAD + 'shimkit_shim_library(name = "s")\n',
         [
