@@ -75,7 +75,9 @@ def check_phase(title: str, argv: list[str]) -> tuple[int, int]:
 
 def main() -> int:
     results = {
-        "ruff": check_phase("ruff", [str(VENV_BIN / "ruff"), "check", "lint", "tests", "bench", "tools"]),
+        "ruff": check_phase(
+            "ruff", [str(VENV_BIN / "ruff"), "check", "lint", "tests", "bench", "tools"]
+        ),
         "pytest": pytest_phase(),
         "bazel": bazel_phase(),
         "buildifier": check_phase(
