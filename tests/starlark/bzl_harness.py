@@ -167,6 +167,18 @@ _BAZEL_RULES: dict[str, dict[str, str]] = {
         "flaky": "bool",
         "local": "bool",
     },
+    "cc_import": {
+        **_COMMON_BAZEL,
+        "hdrs": "str_list",
+        "includes": "str_list",
+        "shared_library": "str",
+        "static_library": "str",
+        "interface_library": "str",
+        "alwayslink": "bool",
+        "system_provided": "bool",
+        "deps": "str_list",
+        "linkopts": "str_list",
+    },
     "filegroup": {**_COMMON_BAZEL, "srcs": "str_list", "data": "str_list", "output_group": "str"},
     "genrule": {
         **_COMMON_BAZEL,
