@@ -28,6 +28,19 @@ def _name(raw: str) -> str:
     return raw.encode("latin-1").decode("utf-8", "surrogateescape")
 
 
+def reference_structure(path: Path) -> tuple[list[str], str | None, str]:
+    """(DT_NEEDED, DT_SONAME, machine) through pyelftools."""
+    with path.open("rb") as handle:
+        elf = ELFFile(handle)
+        machine = elf["e_machine"]
+        dynamic = next(iter(elf.iter_sections("SHT_DYNAMIC")), None)
+        if dynamic is None:
+            return [], None, machine
+        needed = [t.needed for t in dynamic.iter_tags("DT_NEEDED")]
+        sonames = [t.soname for t in dynamic.iter_tags("DT_SONAME")]
+        return needed, (sonames[0] if sonames else None), machine
+
+
 def reference_symbols(path: Path) -> tuple[str | None, list[Row], list[Row]]:
     """(table name, imports, exports) computed the slow way, sorted like shimkit."""
     with path.open("rb") as handle:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -35,6 +36,7 @@ _SHENT = {1: 40, 2: 64}
 _PHENT = {1: 32, 2: 56}
 
 
+@cache
 def _shdr_dtype(elf_class: int, endian: str) -> np.dtype:
     word = endian + ("u4" if elf_class == 1 else "u8")
     u4 = endian + "u4"
@@ -54,6 +56,7 @@ def _shdr_dtype(elf_class: int, endian: str) -> np.dtype:
     )
 
 
+@cache
 def _phdr_dtype(elf_class: int, endian: str) -> np.dtype:
     u4 = endian + "u4"
     if elf_class == 1:

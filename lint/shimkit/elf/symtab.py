@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from operator import itemgetter
 
 import numpy as np
@@ -37,6 +38,7 @@ class SymbolTableError(ValueError):
     """A symbol table or its string table is malformed; the message is one line."""
 
 
+@cache
 def sym_dtype(elf_class: int, endian: str) -> np.dtype:
     u4 = endian + "u4"
     u2 = endian + "u2"
