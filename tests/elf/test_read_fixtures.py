@@ -168,3 +168,30 @@ def test_not_elf_raises_format_error() -> None:
     assert "not an ELF file" in info.value.message
     with pytest.raises(ElfFormatError, match="truncated"):
         read_elf(b"\x7fELF\x02\x01\x01" + b"\0" * 20, "short.so")
+
+
+def test_fast_symbol_construction_equals_the_dataclass() -> None:
+    from shimkit.elf import Symbol
+    from shimkit.elf.reader import _symbol
+
+    fast = _symbol("aoti_torch_x", "V1", "WEAK", "FUNC", False)
+    slow = Symbol("aoti_torch_x", "V1", "WEAK", "FUNC", False)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    with pytest.raises(AttributeError):
+        fast.name = "other"  # type: ignore[misc]
+
+
+def test_equal_names_are_ordered_by_version() -> None:
+    from tests.fixtures.elfwriter import ElfSpec, WSym, write_elf
+
+    syms = [
+        WSym("dup", defined=False, version="V2", version_file="libb.so"),
+        WSym("dup", defined=False, version="V1", version_file="liba.so"),
+        WSym("aaa", defined=False),
+    ]
+    image = read_elf(write_elf(ElfSpec(symbols=syms)), "dups.so")
+    assert [(s.name, s.version) for s in image.imports] == [
+        ("aaa", None),
+        ("dup", "V1"),
+        ("dup", "V2"),
+    ]

@@ -192,13 +192,36 @@ def _parse(
     )
 
 
-def _sorted_rows(p: _Parsed, rows: np.ndarray, *, by_version: bool) -> list[int]:
+def _sorted_rows(p: _Parsed, rows: np.ndarray) -> list[int]:
+    """Row order by (name, version); versions only break ties between equal names (rare)."""
+    names, versions = p.names, p.versions
     order = rows.tolist()
-    if by_version:
-        vkey = [v or "" for v in p.versions]
-        order.sort(key=vkey.__getitem__)
-    order.sort(key=p.names.__getitem__)  # stable: ties keep version order
+    order.sort(key=names.__getitem__)
+    start = 0
+    for k in range(1, len(order) + 1):
+        if k == len(order) or names[order[k]] != names[order[start]]:
+            if k - start > 1:
+                order[start:k] = sorted(order[start:k], key=lambda i: versions[i] or "")
+            start = k
     return order
+
+
+_new = object.__new__
+# Fields are set through the slot descriptors: half the cost of the frozen dataclass __init__
+# (which goes through object.__setattr__ per field), which matters at 75k symbols.
+_SET_NAME, _SET_VERSION, _SET_BINDING, _SET_TYPE, _SET_DEFINED = (
+    Symbol.__dict__[f].__set__ for f in ("name", "version", "binding", "type", "defined")
+)
+
+
+def _symbol(name: str, version: str | None, binding: str, sym_type: str, defined: bool) -> Symbol:
+    sym = _new(Symbol)
+    _SET_NAME(sym, name)
+    _SET_VERSION(sym, version)
+    _SET_BINDING(sym, binding)
+    _SET_TYPE(sym, sym_type)
+    _SET_DEFINED(sym, defined)
+    return sym
 
 
 def _sorted_names(names: list[str], rows: np.ndarray) -> list[str]:
@@ -212,12 +235,12 @@ def _sorted_names(names: list[str], rows: np.ndarray) -> list[str]:
 
 
 def _symbols(p: _Parsed, rows: np.ndarray, defined: bool) -> list[Symbol]:
-    order = _sorted_rows(p, rows, by_version=True)
+    order = _sorted_rows(p, rows)
     names, versions = p.names, p.versions
     binds = p.binds.tolist()
     types = p.types.tolist()
     return [
-        Symbol(names[i], versions[i], BINDING_NAMES[binds[i]], TYPE_NAMES[types[i]], defined)
+        _symbol(names[i], versions[i], BINDING_NAMES[binds[i]], TYPE_NAMES[types[i]], defined)
         for i in order
     ]
 
