@@ -197,12 +197,16 @@ def _sorted_rows(p: _Parsed, rows: np.ndarray) -> list[int]:
     names, versions = p.names, p.versions
     order = rows.tolist()
     order.sort(key=names.__getitem__)
-    start = 0
-    for k in range(1, len(order) + 1):
-        if k == len(order) or names[order[k]] != names[order[start]]:
-            if k - start > 1:
-                order[start:k] = sorted(order[start:k], key=lambda i: versions[i] or "")
-            start = k
+    ordered = [names[i] for i in order]
+    ties = [k for k in range(1, len(ordered)) if ordered[k] == ordered[k - 1]]
+    for k in ties:  # runs of equal names: order each run by version (ties are rare)
+        start = k - 1
+        while start > 0 and ordered[start - 1] == ordered[k]:
+            start -= 1
+        end = k + 1
+        while end < len(ordered) and ordered[end] == ordered[k]:
+            end += 1
+        order[start:end] = sorted(order[start:end], key=lambda i: versions[i] or "")
     return order
 
 
