@@ -16,7 +16,7 @@ import pytest
 from shimkit.config import ShimConfig
 from shimkit.runtime.build import RuntimeLibs, build
 
-from tests.runtime.blobs import CASES, BlobCase, build_case
+from tests.runtime.blobs import TEST_CASES, BlobCase, build_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def libs(libtorch_global: Path) -> RuntimeLibs:
 
 @pytest.fixture(scope="session")
 def cases(libs: RuntimeLibs) -> dict[str, BlobCase]:
-    return {name: build_case(name) for name in CASES}
+    return {name: build_case(name) for name in TEST_CASES}
 
 
 @pytest.fixture(scope="session")

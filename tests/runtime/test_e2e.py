@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import shimkit.runtime as rt
 import torch
+from shimkit.errors import ShimkitError
 
 MODELS = ["mlp", "convnet_cl", "topk"]
 
@@ -70,3 +71,23 @@ def test_negative_control_wrong_weights_are_detected(cases) -> None:
         out = model(*[a + 1 for a in case.inputs])
     with pytest.raises(AssertionError):
         _assert_matches(out, case.expected)
+
+
+def test_reused_input_array_is_read_afresh(cases) -> None:
+    """The hot path caches the last input's descriptor: in-place edits, a
+    reshaped view of the same buffer and a new dtype must all be seen."""
+    case = cases["mlp"]
+    x = case.inputs[0].copy()
+    with rt.load(case.pt2) as model:
+        _assert_matches(model(x), case.expected)
+        x += 1.0
+        with pytest.raises(AssertionError):
+            _assert_matches(model(x), case.expected)
+        x -= 1.0
+        _assert_matches(model(x), case.expected)
+        flat = x.reshape(-1)
+        flat.shape = (4, 16)  # same buffer, same shape: still fine
+        _assert_matches(model(flat), case.expected)
+        x.shape = (16, 4)
+        with pytest.raises(ShimkitError, match="expected shape"):
+            model(x)

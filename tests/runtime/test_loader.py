@@ -65,9 +65,9 @@ def test_identical_blobs_from_threads_never_share_a_path(cases, tmpdir_env: Path
     assert list(tmpdir_env.iterdir()) == []
 
 
-def _bad(path: Path, tmpdir_env: Path, *needles: str) -> str:
+def _bad(path: Path, tmpdir_env: Path, *needles: str, lint: bool = False) -> str:
     with pytest.raises(ShimkitError) as info:
-        rt.load(path)
+        rt.load(path, lint=lint)
     message = str(info.value)
     assert "\n" not in message
     for needle in needles:
@@ -82,40 +82,62 @@ def test_non_elf(tmp_path: Path, tmpdir_env: Path) -> None:
     _bad(p, tmpdir_env, str(p), "neither a .pt2 archive nor an ELF blob")
 
 
+# Each bad blob is refused twice over: by the C loader's own pre-dlopen
+# checks (lint=False) and, first, by the shimkit linter (the default).
 @pytest.mark.parametrize("keep", [64, 4096, 200_000])
-def test_truncated_blob(cases, tmp_path: Path, tmpdir_env: Path, keep: int) -> None:
+@pytest.mark.parametrize(("lint", "needle"), [(False, "blob:"), (True, "rejected by the linter")])
+def test_truncated_blob(
+    cases, tmp_path: Path, tmpdir_env: Path, keep: int, lint: bool, needle: str
+) -> None:
     with zipfile.ZipFile(cases["mlp"].pt2) as archive:
         data = archive.read(next(n for n in archive.namelist() if n.endswith(".so")))
     p = tmp_path / "trunc.so"
     p.write_bytes(data[:keep])
-    _bad(p, tmpdir_env, "blob:", "truncated")
+    _bad(p, tmpdir_env, needle, "truncated", lint=lint)
 
 
-def test_missing_entry_points(fake_blob_dir: Path, tmpdir_env: Path) -> None:
-    _bad(
-        fake_blob_dir / "no_entries.so",
-        tmpdir_env,
-        "missing required entry point AOTInductorModelContainerCreateWithDevice",
-    )
+@pytest.mark.parametrize(
+    ("lint", "needle"),
+    [
+        (False, "missing required entry point AOTInductorModelContainerCreateWithDevice"),
+        (True, "SK008: does not export AOTInductorModelContainerCreateWithDevice"),
+    ],
+)
+def test_missing_entry_points(
+    fake_blob_dir: Path, tmpdir_env: Path, lint: bool, needle: str
+) -> None:
+    _bad(fake_blob_dir / "no_entries.so", tmpdir_env, needle, lint=lint)
 
 
-def test_needs_a_shim_we_do_not_provide(fake_blob_dir: Path, tmpdir_env: Path, config) -> None:
+@pytest.mark.parametrize(("lint", "needle"), [(False, "neither the slim shims"), (True, "SK004")])
+def test_needs_a_shim_we_do_not_provide(
+    fake_blob_dir: Path, tmpdir_env: Path, config, lint: bool, needle: str
+) -> None:
     _bad(
         fake_blob_dir / "missing_shim.so",
         tmpdir_env,
         config.prefixed("aoti_torch_cpu_cholesky_solve"),
-        "neither the slim shims",
+        needle,
+        lint=lint,
     )
 
 
+@pytest.mark.parametrize(
+    ("lint", "needle"),
+    [(False, "unprefixed shim aoti_torch_get_dim"), (True, "SK001: imports unprefixed shim")],
+)
 def test_unprefixed_import_rejected_although_libtorch_provides_it(
-    fake_blob_dir: Path, tmpdir_env: Path
+    fake_blob_dir: Path, tmpdir_env: Path, lint: bool, needle: str
 ) -> None:
-    _bad(fake_blob_dir / "unprefixed.so", tmpdir_env, "unprefixed shim aoti_torch_get_dim")
+    _bad(fake_blob_dir / "unprefixed.so", tmpdir_env, needle, lint=lint)
 
 
-def test_real_unprefixed_blob_rejected(cases, tmpdir_env: Path) -> None:
-    _bad(cases["mlp_unprefixed"].pt2, tmpdir_env, "unprefixed shim aoti_torch_")
+@pytest.mark.parametrize(
+    ("lint", "needle"),
+    [(False, "unprefixed shim aoti_torch_"), (True, "SK001: imports unprefixed shim")],
+)
+def test_real_unprefixed_blob_rejected(cases, tmpdir_env: Path, lint: bool, needle: str) -> None:
+    _bad(cases["mlp_unprefixed"].pt2, tmpdir_env, needle, lint=lint)
 
 
 def test_dlopen_failure_cleans_up(fake_blob_dir: Path, tmpdir_env: Path) -> None:

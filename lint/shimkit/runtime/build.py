@@ -37,6 +37,9 @@ _VARIANT_FLAGS = {
     "asan": ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"],
 }
 _LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
+# runtime/ sources that are programs or tests, not library code.
+_PROGRAMS = {"shimkit_run_blob.cpp", "runtime_c_api_test.cpp"}
+RUN_BLOB = "shimkit-run-blob"
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class RuntimeLibs:
 
 def _sources() -> tuple[list[Path], list[Path], list[Path]]:
     shims = sorted((REPO_ROOT / "shims").glob("*.cpp"))
-    runtime = sorted((REPO_ROOT / "runtime").glob("*.cpp"))
+    runtime = [p for p in sorted((REPO_ROOT / "runtime").glob("*.cpp")) if p.name not in _PROGRAMS]
     headers = sorted((REPO_ROOT / "shims").glob("*.h")) + sorted(
         (REPO_ROOT / "runtime").glob("*.h")
     )
@@ -117,6 +120,34 @@ def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
             os.replace(runtime_out, libs.runtime)
         stamp.write_text(key)
     return libs
+
+
+def build_run_blob(libs: RuntimeLibs) -> Path:
+    """The `shimkit-run-blob` program (runtime/shimkit_run_blob.cpp) next to `libs`."""
+    out = libs.runtime.parent / RUN_BLOB
+    source = REPO_ROOT / "runtime" / "shimkit_run_blob.cpp"
+    if out.exists() and out.stat().st_mtime >= max(
+        source.stat().st_mtime, libs.runtime.stat().st_mtime
+    ):
+        return out
+    cmd = [
+        "g++",
+        "-std=c++17",
+        "-O2",
+        "-I",
+        str(REPO_ROOT),
+        str(source),
+        "-o",
+        str(out),
+        f"-L{libs.runtime.parent}",
+        "-lshimkit_runtime",
+        f"-Wl,-rpath,{libs.runtime.parent}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or ["?"])[0]
+        raise ShimkitError(f"{source}: does not build: {first}")
+    return out
 
 
 def find_libraries(variant: str = "release") -> RuntimeLibs:

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Slim runtime vs torch's AOTIModelContainerRunnerCpu, side by side in one run.
+
+Both run the same model compiled the same way; torch's runner gets the
+unprefixed twin (it binds to libtorch), the slim runtime the prefixed blob.
+Both live in this one process, next to each other. Measured:
+
+- per-call latency from Python (median of rounds; interleaved), plus the slim
+  runtime's C loop alone;
+- cold load + first run, each in a fresh process (slim: the C program
+  shimkit-run-blob; torch: a Python process, timed after `import torch`);
+- peak RSS of a process that only runs the blob (same two processes).
+
+Usage: .venv/bin/python bench/bench_runtime.py [--calls N] [--rounds R] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="OpenMP/BLAS/torch threads for both sides (default 1: stable on a shared box)",
+    )
+    parser.add_argument("--json", type=Path)
+    return parser.parse_args()
+
+
+ARGS = _parse_args()
+# Thread pools read these once, at their first use: set them before any import.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+import shimkit.runtime as rt  # noqa: E402
+import torch  # noqa: E402
+from shimkit.runtime.build import build, build_run_blob  # noqa: E402
+
+from tests.runtime.blobs import build_case  # noqa: E402
+
+MODELS = {
+    "mlp": ("mlp", "mlp_unprefixed", 0.3),
+    "convnet": ("convnet_cl", "convnet_cl_unprefixed", 1.5),
+}
+
+_TORCH_COLD = """
+import json, sys, time
+import torch
+x = [torch.from_numpy(__import__('numpy').load(p)) for p in sys.argv[2:]]
+t0 = time.perf_counter()
+runner = torch._C._aoti.AOTIModelContainerRunnerCpu(sys.argv[1], 1)
+t1 = time.perf_counter()
+runner.run(x)
+t2 = time.perf_counter()
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps({"load_ms": (t1 - t0) * 1e3, "first_run_ms": (t2 - t1) * 1e3,
+                  "max_rss_kb": hwm}))
+"""
+
+
+def extract_so(pt2: Path, out_dir: Path) -> Path:
+    with zipfile.ZipFile(pt2) as archive:
+        member = next(n for n in archive.namelist() if n.endswith(".so"))
+        path = out_dir / f"{pt2.stem}.so"
+        path.write_bytes(archive.read(member))
+    return path
+
+
+def time_calls(fn: Any, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def spec_of(arrays: list[np.ndarray]) -> list[str]:
+    kinds = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32"}
+    return [f"{kinds[a.dtype.name]}:{'x'.join(map(str, a.shape))}" for a in arrays]
+
+
+def bench_model(label: str, calls: int, rounds: int, tmp: Path, runner_bin: Path) -> dict[str, Any]:
+    prefixed_name, twin_name, target = MODELS[label]
+    ours_case, twin_case = build_case(prefixed_name), build_case(twin_name)
+    twin_so = extract_so(twin_case.pt2, tmp)
+    ours_so = extract_so(ours_case.pt2, tmp)
+    inputs = ours_case.inputs
+    tensors = [torch.from_numpy(a) for a in inputs]
+
+    ours = rt.load(ours_case.pt2)
+    runner = torch._C._aoti.AOTIModelContainerRunnerCpu(str(twin_so), 1)
+    # Same numbers from both, in the same process.
+    diff = max(
+        float(np.abs(a - b.numpy()).max())
+        for a, b in zip(ours(*inputs), runner.run(tensors), strict=True)
+    )
+
+    def ours_call() -> Any:
+        return ours(*inputs)
+
+    def torch_call() -> Any:
+        return runner.run(tensors)
+
+    for fn in (ours_call, torch_call):
+        time_calls(fn, max(calls // 10, 10))
+    ours_us, torch_us = [], []
+    for _ in range(rounds):
+        ours_us.append(time_calls(ours_call, calls))
+        torch_us.append(time_calls(torch_call, calls))
+    c_loop_us = ours.bench(*inputs, iterations=calls) / 1e3
+    ours.close()
+
+    cold_ours = json.loads(
+        subprocess.run(
+            [str(runner_bin), str(ours_so), "0", *spec_of(inputs)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    npys = []
+    for i, a in enumerate(inputs):
+        npys.append(tmp / f"{label}_in{i}.npy")
+        np.save(npys[-1], a)
+    cold_torch = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _TORCH_COLD, str(twin_so), *map(str, npys)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    ours_med, torch_med = statistics.median(ours_us), statistics.median(torch_us)
+    return {
+        "model": label,
+        "max_abs_diff_vs_torch_runner": diff,
+        "ours_us_per_call": ours_med,
+        "torch_us_per_call": torch_med,
+        "ratio": ours_med / torch_med,
+        "target_ratio": target,
+        "ours_c_loop_us_per_run": c_loop_us,
+        "ours_cold_load_ms": cold_ours["load_ms"],
+        "ours_cold_first_run_ms": cold_ours["first_run_ms"],
+        "ours_max_rss_mb": cold_ours["max_rss_kb"] / 1024,
+        "torch_cold_load_ms": cold_torch["load_ms"],
+        "torch_cold_first_run_ms": cold_torch["first_run_ms"],
+        "torch_max_rss_mb": cold_torch["max_rss_kb"] / 1024,
+    }
+
+
+def main() -> int:
+    args = ARGS
+    torch.set_num_threads(args.threads)
+    runner_bin = build_run_blob(build())
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label in MODELS:
+            results.append(bench_model(label, args.calls, args.rounds, Path(tmp), runner_bin))
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"{args.rounds} rounds x {args.calls} calls, medians"
+    )
+    print(
+        "| model | slim us/call | torch us/call | ratio (target) | slim C loop us | "
+        "cold load+1st run ms slim / torch | peak RSS MB slim / torch |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        ok = "ok" if r["ratio"] <= r["target_ratio"] else "MISSED"
+        print(
+            f"| {r['model']} | {r['ours_us_per_call']:.1f} | {r['torch_us_per_call']:.1f} | "
+            f"{r['ratio']:.2f}x (<= {r['target_ratio']}x, {ok}) | "
+            f"{r['ours_c_loop_us_per_run']:.1f} | "
+            f"{r['ours_cold_load_ms'] + r['ours_cold_first_run_ms']:.1f} / "
+            f"{r['torch_cold_load_ms'] + r['torch_cold_first_run_ms']:.1f} | "
+            f"{r['ours_max_rss_mb']:.1f} / {r['torch_max_rss_mb']:.1f} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
