@@ -210,3 +210,48 @@ def test_large_file_goes_through_mmap(tmp_path: Path, elf_fixtures: dict[str, Pa
         f"{big}!elf@{3 << 20:#x}",
         f"{big}!elf@{(3 << 20) + len(blob) + 100:#x}",
     ]
+
+
+def test_walk_reads_only_the_head_of_unrelated_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, elf_fixtures: dict[str, Path]
+) -> None:
+    """A bazel-bin full of non-ELF files costs 8 bytes per file, not the whole file."""
+    (tmp_path / "big.txt").write_bytes(b"x" * (3 << 20))
+    shutil.copy(elf_fixtures["blob_prefixed.so"], tmp_path / "lib.so")
+    sizes: list[int] = []
+    real_open = builtins.open
+
+    class Counting:
+        def __init__(self, handle) -> None:  # type: ignore[no-untyped-def]
+            self.handle = handle
+
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            return self
+
+        def __exit__(self, *exc) -> None:  # type: ignore[no-untyped-def]
+            self.handle.close()
+
+        def fileno(self) -> int:
+            return self.handle.fileno()
+
+        def read(self, n: int = -1) -> bytes:
+            data = self.handle.read(n)
+            sizes.append(len(data))
+            return data
+
+    def counting_open(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        handle = real_open(file, mode, *args, **kwargs)
+        return Counting(handle) if str(file) == str(tmp_path / "big.txt") else handle
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    images, errors = split(list(iter_images([tmp_path])))
+    assert list(images) == [str(tmp_path / "lib.so")] and errors == {}
+    assert sizes == [8]
+
+
+def test_name_prefixes_filter_every_image(elf_fixtures: dict[str, Path], config) -> None:
+    root = elf_fixtures["blob_prefixed.so"].parent
+    for item in iter_images([root], name_prefixes=config.families):
+        assert isinstance(item, ElfImage)
+        assert item.name_prefixes == config.families
+        assert all(s.name.startswith(config.families) for s in item.imports + item.exports)

@@ -39,8 +39,11 @@ class _Scanner(Generic[T]):
                     if entry.explicit:
                         yield InputError(path, "empty file")
                     return
+                head = handle.read(8)
+                if not (entry.explicit or kind_of(head) or wants_embed_scan(path)):
+                    return  # met while walking and not ELF, ar or zip: skip unread
                 if size < _SMALL:
-                    data = handle.read()
+                    data = head + handle.read()
                 else:
                     data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
