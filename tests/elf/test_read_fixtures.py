@@ -195,3 +195,45 @@ def test_equal_names_are_ordered_by_version() -> None:
         ("dup", "V1"),
         ("dup", "V2"),
     ]
+
+
+def test_read_from_mmap_leaves_no_views_behind(elf_fixtures: dict[str, Path]) -> None:
+    """Callers may pass an mmap and close it right after: no numpy view may outlive read_elf."""
+    import mmap
+
+    from shimkit.elf import read_elf_names
+
+    for name in ("blob_unprefixed.so", "be32_blob.so", "blob_prefixed.o"):
+        with elf_fixtures[name].open("rb") as handle:
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                image = read_elf(data, name)
+                names = read_elf_names(data, name)
+            assert data.closed  # closing did not raise BufferError
+        assert [s.name for s in image.imports] == names.imports
+    broken = bytearray(elf_fixtures["blob_unprefixed.so"].read_bytes())
+    broken[0x28:0x30] = (len(broken) - 8).to_bytes(8, "little")  # e_shoff near the end
+    with pytest.raises(ElfFormatError):
+        read_elf(bytes(broken), "broken.so")
+
+
+def test_errors_release_the_callers_mmap(tmp_path: Path, elf_fixtures: dict[str, Path]) -> None:
+    """A malformed image read from an mmap: the error must not keep views of it alive."""
+    import mmap
+    import struct
+
+    from shimkit.elf.header import parse_layout
+
+    data = bytearray(elf_fixtures["blob_unprefixed.so"].read_bytes())
+    layout = parse_layout(data)
+    dynsym = layout.sections[layout.sections_of_type(11)[0]]
+    struct.pack_into("<I", data, int(dynsym["sh_offset"]) + 24, 0xFFFFFF)  # symbol 1 name
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(bytes(data))
+    with (
+        bad.open("rb") as handle,
+        pytest.raises(ElfFormatError) as info,
+        mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+    ):
+        read_elf(mapped, "bad.so")
+    assert "past the end of its string table" in info.value.message
+    assert info.value.__context__ is None

@@ -292,16 +292,20 @@ _MALFORMED = (
 
 
 def _guarded(location: str, fn: Callable[[], T]) -> T:
-    """Run a parse step; turn every malformation into one ElfFormatError line."""
+    """Run a parse step; turn every malformation into one ElfFormatError line.
+
+    The error is raised after the except block, so it carries no __context__:
+    the original traceback (whose frames hold numpy views of the caller's
+    buffer) is freed first, and a caller's `with mmap.mmap(...)` can close.
+    """
     try:
         return fn()
     except (HeaderError, SymbolTableError, VersionError) as exc:
-        raise ElfFormatError(location, str(exc)) from None
+        message = str(exc)
     except _MALFORMED as exc:
         # Last line of defence: numpy/struct raise these on contents no check foresaw.
-        raise ElfFormatError(
-            location, f"malformed ELF: {type(exc).__name__}: {_one_line(exc)}"
-        ) from None
+        message = f"malformed ELF: {type(exc).__name__}: {_one_line(exc)}"
+    raise ElfFormatError(location, message)
 
 
 def read_elf(
