@@ -58,3 +58,18 @@ def test_machine_table_agrees_with_pyelftools() -> None:
     assert rare and 90 not in MACHINES
     assert machine_name(90) in rare  # not in the table: looked up in pyelftools
     assert machine_name(0xFFFE) == "EM_65534"
+
+
+def _torch_small_libs() -> list[Path]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return []
+    lib = Path(spec.origin).parent / "lib"
+    return sorted(p for p in lib.glob("*.so*") if p.stat().st_size < 4 << 20)
+
+
+@pytest.mark.parametrize("path", _torch_small_libs(), ids=lambda p: p.name)
+def test_torch_library_equals_pyelftools(path: Path) -> None:
+    check(path)
