@@ -1,7 +1,8 @@
 """A read-only, seekable stream over a buffer (bytes, memoryview or mmap) without copying it.
 
-pyelftools reads through a file-like object; io.BytesIO would copy a
-memoryview (hundreds of MB for libtorch), this does not.
+zipfile (and pyelftools, in tests) read through a file-like object;
+io.BytesIO would copy a memoryview (hundreds of MB for a wheel holding
+libtorch), this does not.
 """
 
 from __future__ import annotations
