@@ -53,18 +53,29 @@ def main() -> int:
             "iter_names (in-process)": clock(lambda: sum(1 for _ in iter_names([root]))),
             "shimkit symbols --format json DIR (process)": clock(
                 lambda: subprocess.run(
-                    [str(Path(sys.executable).parent / "shimkit"), "symbols", "--format", "json", str(root)],
-                    stdout=subprocess.DEVNULL, check=True,
+                    [
+                        str(Path(sys.executable).parent / "shimkit"),
+                        "symbols",
+                        "--format",
+                        "json",
+                        str(root),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    check=True,
                 )
             ),
             "nm -D over the same files, 200 per call (process)": clock(
                 lambda: [
-                    subprocess.run(["nm", "-D", *files[i : i + 200]], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, check=False)
+                    subprocess.run(
+                        ["nm", "-D", *files[i : i + 200]],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        check=False,
+                    )
                     for i in range(0, len(files), 200)
                 ]
             ),
-        }  # fmt: skip
+        }
     print(f"# {args.files} ELF files (copies of {len(PLAIN)} fixtures, 1-16 KB each)")
     for label, seconds in results.items():
         print(f"{label:52s} {seconds:7.2f} s  {args.files / seconds:8.0f} files/s")

@@ -30,6 +30,7 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     derandomize=True,
+    database=None,
 )
 _DATA: dict[str, bytes] = {}
 
