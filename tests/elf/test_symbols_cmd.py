@@ -123,3 +123,24 @@ def test_fast_json_writer_is_byte_identical_to_json_module() -> None:
     write_json(out, artifacts, errors)
     doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
     assert out.getvalue() == json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def test_non_utf8_symbol_names(tmp_path: Path) -> None:
+    """Raw bytes come back byte for byte in text, as \\udcXX escapes in JSON; no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    data = write_elf(ElfSpec(symbols=[WSym("aoti_torch_x", defined=False)]))
+    weird = tmp_path / "weird.so"
+    weird.write_bytes(data.replace(b"aoti_torch_x", b"aoti_torch\xffx"))
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    exe = str(Path(sys.executable).parent / "shimkit")
+    text = subprocess.run([exe, "symbols", str(weird)], capture_output=True, env=env, check=False)
+    assert text.returncode == 0, text.stderr
+    assert b"  import aoti_torch\xffx\n" in text.stdout
+    raw = subprocess.run(
+        [exe, "symbols", "--format", "json", str(weird)], capture_output=True, env=env, check=False
+    )
+    assert raw.returncode == 0
+    assert json.loads(raw.stdout)["artifacts"][0]["imports"] == ["aoti_torch\udcffx"]

@@ -84,7 +84,16 @@ def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
             lines.append("  no symbol table")
         lines.extend(f"  import {name}" for name in art["imports"])
         lines.extend(f"  export {name}" for name in art["exports"])
-    out.write("\n".join(lines) + ("\n" if lines else ""))
+    text = "\n".join(lines) + ("\n" if lines else "")
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(text)
+        return
+    # Symbol names that are not UTF-8 were decoded with surrogateescape: write their
+    # original bytes back, whatever the locale's stdout error handler is.
+    out.flush()
+    buffer.write(text.encode("utf-8", "surrogateescape"))
+    buffer.flush()
 
 
 def _json_value(value: Any, indent: str) -> str:
