@@ -255,3 +255,11 @@ def test_name_prefixes_filter_every_image(elf_fixtures: dict[str, Path], config)
         assert isinstance(item, ElfImage)
         assert item.name_prefixes == config.families
         assert all(s.name.startswith(config.families) for s in item.imports + item.exports)
+
+
+def test_ar_member_limit(elf_fixtures: dict[str, Path]) -> None:
+    archive = elf_fixtures["libblobs.a"]
+    images, errors = split(list(iter_images([archive], limits=Limits(max_members=3))))
+    # The symbol index and the long-name table count as members: one object is read.
+    assert list(images) == [f"{archive}!blob_unprefixed.o"]
+    assert errors == {str(archive): "bad ar archive: more than 3 members"}
