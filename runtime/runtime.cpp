@@ -153,6 +153,7 @@ struct shimkit_model {
   size_t num_inputs = 0;
   size_t num_outputs = 0;
   bool ran_once = false;
+  bool check_inputs = true;
   std::vector<AtenTensorHandle> outputs;
   std::mutex mutex;
 
@@ -307,7 +308,8 @@ int run_locked(shimkit_model* m, const shimkit_tensor* inputs, size_t num_inputs
     // bounds.
     static std::mutex env_mutex;
     std::lock_guard<std::mutex> env_lock(env_mutex);
-    const bool set_env = std::getenv("AOTI_RUNTIME_CHECK_INPUTS") == nullptr;
+    const bool set_env =
+        m->check_inputs && std::getenv("AOTI_RUNTIME_CHECK_INPUTS") == nullptr;
     if (set_env) setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 0);
     rc = m->run(m->container, handles.data(), num_inputs, m->outputs.data(), m->num_outputs,
                 nullptr, nullptr);
@@ -388,6 +390,16 @@ size_t shimkit_model_num_outputs(const shimkit_model* model) {
 
 const char* shimkit_model_temp_path(const shimkit_model* model) {
   return model ? model->file.path().c_str() : nullptr;
+}
+
+int shimkit_model_set_check_inputs(shimkit_model* model, int enabled) {
+  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
+  std::lock_guard<std::mutex> lock(model->mutex);
+  if (model->ran_once) {
+    return fail(SHIMKIT_E_BAD_INPUT, "check_inputs must be set before the first run");
+  }
+  model->check_inputs = enabled != 0;
+  return SHIMKIT_OK;
 }
 
 uintptr_t shimkit_model_load_base(const shimkit_model* model) {

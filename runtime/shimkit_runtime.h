@@ -71,6 +71,12 @@ SHIMKIT_RUNTIME_API uintptr_t shimkit_model_load_base(const shimkit_model* model
 /* Input name `index` if the blob exports GetInputName, else NULL. */
 SHIMKIT_RUNTIME_API const char* shimkit_model_input_name(const shimkit_model* model, size_t index);
 
+/* Whether the blob checks every input's dtype, sizes and strides itself
+ * (AOTInductor's AOTI_RUNTIME_CHECK_INPUTS), decided before the first run:
+ * on (default) unless the caller validates inputs, or the user set the
+ * variable, which always wins. Returns SHIMKIT_E_BAD_INPUT after a run. */
+SHIMKIT_RUNTIME_API int shimkit_model_set_check_inputs(shimkit_model* model, int enabled);
+
 /* Runs the model. `outputs` receives num_outputs descriptors. */
 SHIMKIT_RUNTIME_API int shimkit_model_run(shimkit_model* model, const shimkit_tensor* inputs,
                                           size_t num_inputs, shimkit_tensor* outputs,

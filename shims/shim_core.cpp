@@ -304,7 +304,7 @@ AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
     check_out(ret);
     const SlimTensor& t = as_tensor(self);
     // preserve_format: dense tensors keep their stride order, others go contiguous.
-    *ret = to_handle(clone_with_strides(t, shimkit::dense_strides_like(t.sizes(), t.strides())));
+    *ret = to_handle(clone_with_strides(t, shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec())));
   });
 }
 

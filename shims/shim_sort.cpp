@@ -32,7 +32,7 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 // Calls fn(in_offset, out_offsets...) for every slice along `dim`.
 template <typename F>
 void for_each_slice(const std::vector<int64_t>& sizes, int64_t dim,
-                    const std::vector<const std::vector<int64_t>*>& strides, F&& fn) {
+                    const std::vector<std::vector<int64_t>>& strides, F&& fn) {
   const int64_t nd = static_cast<int64_t>(sizes.size());
   std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
   int64_t count = 1;
@@ -43,7 +43,7 @@ void for_each_slice(const std::vector<int64_t>& sizes, int64_t dim,
   for (int64_t i = 0; i < count; ++i) {
     for (size_t s = 0; s < strides.size(); ++s) {
       int64_t off = 0;
-      for (int64_t d = 0; d < nd; ++d) off += idx[d] * (*strides[s])[d];
+      for (int64_t d = 0; d < nd; ++d) off += idx[d] * strides[s][d];
       offsets[s] = off;
     }
     fn(offsets);
@@ -67,9 +67,8 @@ void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest,
   int64_t* iout = static_cast<int64_t*>(indices.data_ptr());
   std::vector<int64_t> order(static_cast<size_t>(len));
   std::vector<T> slice(static_cast<size_t>(len));
-  const std::vector<int64_t> empty;
-  const auto& sz = self.dim() == 0 ? empty : self.sizes();
-  for_each_slice(sz, dim, {&self.strides(), &values.strides(), &indices.strides()},
+  const std::vector<int64_t> sz = self.sizes().vec();
+  for_each_slice(sz, dim, {self.strides().vec(), values.strides().vec(), indices.strides().vec()},
                  [&](const std::vector<int64_t>& off) {
                    for (int64_t j = 0; j < len; ++j) slice[j] = in[off[0] + j * in_stride];
                    std::iota(order.begin(), order.end(), 0);
@@ -122,7 +121,7 @@ AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
     const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
     if (k < 0 || k > len) throw ShimError("k " + std::to_string(k) + " out of range");
-    std::vector<int64_t> sizes = t.sizes();
+    std::vector<int64_t> sizes = t.sizes().vec();
     if (t.dim() > 0) sizes[d] = k;
     SlimTensor values = SlimTensor::empty(sizes.data(), nullptr, t.dim(), t.dtype(),
                                           t.device_type(), t.device_index());
@@ -145,7 +144,7 @@ AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable
     const SlimTensor& t = as_tensor(self);
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
     const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
-    const std::vector<int64_t> strides = shimkit::dense_strides_like(t.sizes(), t.strides());
+    const std::vector<int64_t> strides = shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec());
     SlimTensor values = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
                                           t.device_type(), t.device_index());
     SlimTensor indices = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(),

@@ -76,25 +76,108 @@ void validate_device(int32_t device_type, int32_t device_index) {
   }
 }
 
-std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
-  const size_t rounded = ((nbytes == 0 ? 1 : nbytes) + 63) / 64 * 64;
-  void* data = std::aligned_alloc(64, rounded);
-  if (data == nullptr) throw ShimError("out of memory allocating " + std::to_string(nbytes));
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, true));
+void DimVector::assign(const int64_t* values, size_t n) {
+  if (n > kInline) {
+    heap_.reset(new int64_t[n]);
+  } else {
+    heap_.reset();
+  }
+  size_ = n;
+  if (n > 0) std::memcpy(data(), values, n * sizeof(int64_t));
 }
 
-std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, false));
-}
-
-Storage::~Storage() {
-  if (owned_) std::free(data_);
+bool DimVector::operator==(const DimVector& other) const {
+  return size_ == other.size_ &&
+         (size_ == 0 || std::memcmp(data(), other.data(), size_ * sizeof(int64_t)) == 0);
 }
 
 namespace {
 
-int64_t checked_span_elements(const std::vector<int64_t>& sizes,
-                              const std::vector<int64_t>& strides) {
+// Blobs allocate and free the same few small buffers on every run. A small
+// per-thread cache of freed blocks (power-of-two sizes from 64 B to 64 KiB,
+// at most kPerBucket each) keeps malloc off that path.
+class BlockCache {
+ public:
+  static constexpr int kBuckets = 11;  // 64 << 0 ... 64 << 10
+  static constexpr size_t kPerBucket = 8;
+
+  ~BlockCache() {
+    for (auto& bucket : free_) {
+      for (void* p : bucket) std::free(p);
+    }
+  }
+
+  // Bucket for `nbytes`, or -1 if too big to cache (or under ASan, which
+  // must see every free to catch use-after-free).
+  static int bucket_of(size_t nbytes) {
+#if defined(__SANITIZE_ADDRESS__)
+    if (nbytes > 0) return -1;
+#endif
+    size_t size = 64;
+    for (int b = 0; b < kBuckets; ++b, size <<= 1) {
+      if (nbytes <= size) return b;
+    }
+    return -1;
+  }
+  static size_t bucket_size(int bucket) { return size_t{64} << bucket; }
+
+  void* take(int bucket) {
+    auto& list = free_[bucket];
+    if (list.empty()) return nullptr;
+    void* p = list.back();
+    list.pop_back();
+    return p;
+  }
+
+  bool give(int bucket, void* p) {
+    auto& list = free_[bucket];
+    if (list.size() >= kPerBucket) return false;
+    list.push_back(p);
+    return true;
+  }
+
+ private:
+  std::vector<void*> free_[kBuckets];
+};
+
+BlockCache& block_cache() {
+  thread_local BlockCache cache;
+  return cache;
+}
+
+}  // namespace
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
+  const int bucket = BlockCache::bucket_of(nbytes);
+  size_t rounded = ((nbytes == 0 ? 1 : nbytes) + 63) / 64 * 64;
+  void* data = nullptr;
+  if (bucket >= 0) {
+    rounded = BlockCache::bucket_size(bucket);
+    data = block_cache().take(bucket);
+  }
+  if (data == nullptr) data = std::aligned_alloc(64, rounded);
+  if (data == nullptr) throw ShimError("out of memory allocating " + std::to_string(nbytes));
+  try {
+    return std::make_shared<Storage>(Key{}, data, nbytes, true);
+  } catch (...) {
+    std::free(data);
+    throw;
+  }
+}
+
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
+  return std::make_shared<Storage>(Key{}, data, nbytes, false);
+}
+
+Storage::~Storage() {
+  if (!owned_) return;
+  const int bucket = BlockCache::bucket_of(nbytes_);
+  if (bucket < 0 || !block_cache().give(bucket, data_)) std::free(data_);
+}
+
+namespace {
+
+int64_t checked_span_elements(const DimVector& sizes, const DimVector& strides) {
   // Elements from offset 0 to one past the furthest reachable element.
   int64_t span = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -126,11 +209,12 @@ SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
   if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
   element_size(dtype);  // validates
   validate_device(device_type, device_index);
-  sizes_.assign(sizes, sizes + ndim);
+  sizes_.assign(sizes, static_cast<size_t>(ndim));
   if (strides != nullptr) {
-    strides_.assign(strides, strides + ndim);
+    strides_.assign(strides, static_cast<size_t>(ndim));
   } else {
-    strides_ = contiguous_strides(sizes_);
+    const std::vector<int64_t> contiguous = contiguous_strides(sizes_.vec());
+    strides_.assign(contiguous.data(), contiguous.size());
   }
   if (storage_offset < 0) throw ShimError("negative storage offset");
   check_in_bounds();
@@ -154,9 +238,15 @@ SlimTensor SlimTensor::empty(const int64_t* sizes, const int64_t* strides, int64
                     std::to_string(device_type));
   }
   if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
-  std::vector<int64_t> sz(sizes, sizes + ndim);
-  std::vector<int64_t> st = strides ? std::vector<int64_t>(strides, strides + ndim)
-                                    : contiguous_strides(sz);
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  const DimVector sz(sizes, static_cast<size_t>(ndim));
+  DimVector st;
+  if (strides != nullptr) {
+    st.assign(strides, static_cast<size_t>(ndim));
+  } else {
+    const std::vector<int64_t> contiguous = contiguous_strides(sz.vec());
+    st.assign(contiguous.data(), contiguous.size());
+  }
   const int64_t span = checked_span_elements(sz, st);
   auto storage = Storage::allocate(static_cast<size_t>(span) * element_size(dtype));
   return SlimTensor(std::move(storage), sz.data(), st.data(), ndim, 0, dtype, device_type,

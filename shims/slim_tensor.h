@@ -62,9 +62,43 @@ const char* dtype_name(int32_t dtype);
 // unindexed (-1 or 0). Throws ShimError naming what is wrong.
 void validate_device(int32_t device_type, int32_t device_index);
 
+// Sizes or strides: up to kInline dimensions live inside the tensor object
+// (no allocation on the hot path), more go to the heap.
+class DimVector {
+ public:
+  static constexpr size_t kInline = 6;
+  DimVector() = default;
+  DimVector(const int64_t* values, size_t n) { assign(values, n); }
+  DimVector(const DimVector& other) { assign(other.data(), other.size()); }
+  DimVector& operator=(const DimVector& other) {
+    if (this != &other) assign(other.data(), other.size());
+    return *this;
+  }
+  void assign(const int64_t* values, size_t n);
+  size_t size() const { return size_; }
+  int64_t* data() { return heap_ ? heap_.get() : inline_; }
+  const int64_t* data() const { return heap_ ? heap_.get() : inline_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
+  bool operator==(const DimVector& other) const;
+  bool operator!=(const DimVector& other) const { return !(*this == other); }
+
+ private:
+  size_t size_ = 0;
+  int64_t inline_[kInline] = {};
+  std::unique_ptr<int64_t[]> heap_;
+};
+
 // A block of memory shared by every tensor that views it.
 class Storage {
+  struct Key {};
+
  public:
+  Storage(Key, void* data, size_t nbytes, bool owned)
+      : data_(data), nbytes_(nbytes), owned_(owned) {}
   // Allocates `nbytes` (64-byte aligned, uninitialised); owns them.
   static std::shared_ptr<Storage> allocate(size_t nbytes);
   // Borrows `data`; the caller keeps it alive longer than every view.
@@ -79,7 +113,6 @@ class Storage {
   bool owns() const { return owned_; }
 
  private:
-  Storage(void* data, size_t nbytes, bool owned) : data_(data), nbytes_(nbytes), owned_(owned) {}
   void* data_;
   size_t nbytes_;
   bool owned_;
@@ -100,8 +133,8 @@ class SlimTensor {
   bool defined() const { return storage_ != nullptr; }
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
   int64_t numel() const;
-  const std::vector<int64_t>& sizes() const { return sizes_; }
-  const std::vector<int64_t>& strides() const { return strides_; }
+  const DimVector& sizes() const { return sizes_; }
+  const DimVector& strides() const { return strides_; }
   int64_t* sizes_data() { return sizes_.data(); }
   int64_t* strides_data() { return strides_.data(); }
   int64_t storage_offset() const { return storage_offset_; }
@@ -122,8 +155,8 @@ class SlimTensor {
  private:
   void check_in_bounds() const;
   std::shared_ptr<Storage> storage_;
-  std::vector<int64_t> sizes_;
-  std::vector<int64_t> strides_;
+  DimVector sizes_;
+  DimVector strides_;
   int64_t storage_offset_ = 0;
   int32_t dtype_ = dtype::kFloat32;
   int32_t device_type_ = device::kCPU;

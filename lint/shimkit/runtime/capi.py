@@ -75,6 +75,8 @@ class RuntimeLib:
         lib.shimkit_model_num_outputs.restype = sz
         lib.shimkit_model_temp_path.argtypes = [p]
         lib.shimkit_model_temp_path.restype = ctypes.c_char_p
+        lib.shimkit_model_set_check_inputs.argtypes = [p, i]
+        lib.shimkit_model_set_check_inputs.restype = i
         lib.shimkit_model_load_base.argtypes = [p]
         lib.shimkit_model_load_base.restype = ctypes.c_size_t
         lib.shimkit_model_input_name.argtypes = [p, sz]

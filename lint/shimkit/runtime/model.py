@@ -75,6 +75,13 @@ class Model:
         if specs is not None and len(specs) != self.num_inputs:
             specs = None  # metadata disagrees with the blob: trust the blob
         self.input_specs = specs
+        if specs is not None and all(
+            spec.dtype is not None and spec.shape is not None and None not in spec.shape
+            for spec in specs
+        ):
+            # Fully known inputs are validated here (dtype and shape; arrays are
+            # passed C-contiguous), so the blob need not re-check every call.
+            self._rt.lib.shimkit_model_set_check_inputs(handle, 0)
         self._in = (Tensor * max(self.num_inputs, 1))()
         self._out = (Tensor * max(self.num_outputs, 1))()
         self._geometry: list[tuple[Any, ...] | None] = [None] * self.num_inputs
