@@ -1,0 +1,80 @@
+// The CUDA part of the AOTInductor C shim ABI (torch `aoti_torch/c/shim.h`
+// under USE_CUDA, and `generated/c_shim_cuda.h`) that shimkit's slim CUDA
+// shims implement, on top of everything in shims/aoti_shim_abi.h. Names go
+// through the generated rename header like every other shim.
+#ifndef SHIMKIT_SHIMS_CUDA_AOTI_SHIM_CUDA_ABI_H_
+#define SHIMKIT_SHIMS_CUDA_AOTI_SHIM_CUDA_ABI_H_
+
+#include "shims/aoti_shim_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUDAGuardOpaque;
+typedef struct CUDAGuardOpaque* CUDAGuardHandle;
+struct CUDAStreamGuardOpaque;
+typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
+
+// Device and stream guards: make a device (and a stream on it) current for
+// the calling thread until the guard is deleted.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index,
+                                                           CUDAGuardHandle* ret_guard);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard,
+                                                              int32_t device_index);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream,
+                                                                  int32_t device_index,
+                                                                  CUDAStreamGuardHandle* ret_guard);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index,
+                                                                 void** ret_stream);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_get_current_device_index(int32_t* ret_device_index);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes,
+                                                                          void** ret_ptr);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
+SHIMKIT_EXPORT AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self,
+                                                          int64_t offset_bytes, int32_t dtype,
+                                                          int64_t ndim, const int64_t* sizes_ptr,
+                                                          const int64_t* strides_ptr,
+                                                          AtenTensorHandle* ret_new_tensor);
+
+// CUDA fallback ops: float32 matmuls through cuBLAS; the rest on the host
+// through the CPU shims (correct, not fast; see docs/cuda.md).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out,
+                                                        AtenTensorHandle self,
+                                                        AtenTensorHandle mat1,
+                                                        AtenTensorHandle mat2, double beta,
+                                                        double alpha);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                     AtenTensorHandle mat2);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out,
+                                                      AtenTensorHandle self,
+                                                      AtenTensorHandle mat2);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding,
+    int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim,
+                                                   int32_t largest, int32_t sorted,
+                                                   AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable,
+                                                          int64_t dim, int32_t descending,
+                                                          AtenTensorHandle* ret0,
+                                                          AtenTensorHandle* ret1);
+
+// Not torch's ABI (no shim-family name): CUDA availability for hosts and
+// tests. Returns the number of devices, or -1 when CUDA is unusable; then
+// shimkit_cuda_unavailable_reason() says why (never NULL).
+SHIMKIT_EXPORT int32_t shimkit_cuda_device_count(void);
+SHIMKIT_EXPORT const char* shimkit_cuda_unavailable_reason(void);
+// Bytes parked in the caching allocator, and giving them back to the driver.
+SHIMKIT_EXPORT size_t shimkit_cuda_cached_bytes(void);
+SHIMKIT_EXPORT void shimkit_cuda_empty_cache(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // SHIMKIT_SHIMS_CUDA_AOTI_SHIM_CUDA_ABI_H_

@@ -1,0 +1,138 @@
+#include "shims/cuda/cuda_api.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "shims/slim_tensor.h"
+
+namespace shimkit {
+namespace cuda {
+namespace {
+
+// Opens the first library that loads; `env` names an explicit path first.
+void* open_first(const char* env, const std::vector<const char*>& names, std::string* found,
+                 std::string* tried) {
+  std::vector<std::string> candidates;
+  if (const char* explicit_path = std::getenv(env)) {
+    if (explicit_path[0] != '\0') candidates.emplace_back(explicit_path);
+  }
+  for (const char* n : names) candidates.emplace_back(n);
+  for (const std::string& c : candidates) {
+    dlerror();
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *found = c;
+      return h;
+    }
+    if (!tried->empty()) *tried += ", ";
+    *tried += c;
+  }
+  return nullptr;
+}
+
+template <typename Fn>
+bool bind(void* lib, const char* name, Fn* out, std::string* missing) {
+  *out = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (*out == nullptr && missing->empty()) *missing = name;
+  return *out != nullptr;
+}
+
+Runtime load_runtime() {
+  Runtime rt;
+  std::string tried;
+  void* lib = open_first("SHIMKIT_CUDART", {"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+                         &rt.library, &tried);
+  if (lib == nullptr) {
+    rt.error = "CUDA runtime not found (tried " + tried +
+               "; set SHIMKIT_CUDART or LD_LIBRARY_PATH): no CUDA on this machine";
+    return rt;
+  }
+  std::string missing;
+  bind(lib, "cudaGetDeviceCount", &rt.get_device_count, &missing);
+  bind(lib, "cudaGetDevice", &rt.get_device, &missing);
+  bind(lib, "cudaSetDevice", &rt.set_device, &missing);
+  bind(lib, "cudaMalloc", &rt.malloc, &missing);
+  bind(lib, "cudaFree", &rt.free, &missing);
+  bind(lib, "cudaHostAlloc", &rt.host_alloc, &missing);
+  bind(lib, "cudaFreeHost", &rt.free_host, &missing);
+  bind(lib, "cudaMemcpyAsync", &rt.memcpy_async, &missing);
+  bind(lib, "cudaMemsetAsync", &rt.memset_async, &missing);
+  bind(lib, "cudaStreamSynchronize", &rt.stream_synchronize, &missing);
+  bind(lib, "cudaDeviceSynchronize", &rt.device_synchronize, &missing);
+  bind(lib, "cudaGetErrorString", &rt.get_error_string, &missing);
+  bind(lib, "cudaDriverGetVersion", &rt.driver_get_version, &missing);
+  if (!missing.empty()) {
+    rt.error = rt.library + ": missing " + missing + " (not a CUDA runtime library?)";
+    return rt;
+  }
+  int count = 0;
+  const Error err = rt.get_device_count(&count);
+  if (err != kSuccess || count <= 0) {
+    rt.error = std::string("no usable CUDA device (") + rt.library + ": cudaGetDeviceCount: " +
+               (err != kSuccess ? rt.get_error_string(err) : "0 devices") + ")";
+    return rt;
+  }
+  rt.device_count = count;
+  rt.ok = true;
+  return rt;
+}
+
+BlasLibrary load_blas() {
+  BlasLibrary b;
+  std::string tried;
+  void* lib = open_first("SHIMKIT_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+                         &b.library, &tried);
+  if (lib == nullptr) {
+    b.error = "cuBLAS not found (tried " + tried + "; set SHIMKIT_CUBLAS or LD_LIBRARY_PATH)";
+    return b;
+  }
+  std::string missing;
+  bind(lib, "cublasCreate_v2", &b.create, &missing);
+  bind(lib, "cublasDestroy_v2", &b.destroy, &missing);
+  bind(lib, "cublasSetStream_v2", &b.set_stream, &missing);
+  bind(lib, "cublasSgemm_v2", &b.sgemm, &missing);
+  bind(lib, "cublasSgemmStridedBatched", &b.sgemm_strided_batched, &missing);
+  if (!missing.empty()) {
+    b.error = b.library + ": missing " + missing + " (not cuBLAS?)";
+    return b;
+  }
+  b.ok = true;
+  return b;
+}
+
+}  // namespace
+
+const Runtime& runtime() {
+  static const Runtime rt = load_runtime();
+  return rt;
+}
+
+const BlasLibrary& blas_library() {
+  static const BlasLibrary b = load_blas();
+  return b;
+}
+
+const Runtime& require_runtime() {
+  const Runtime& rt = runtime();
+  if (!rt.ok) throw ShimError(rt.error);
+  return rt;
+}
+
+void check(Error err, const char* what) {
+  if (err == kSuccess) return;
+  const Runtime& rt = runtime();
+  const char* text = rt.get_error_string != nullptr ? rt.get_error_string(err) : "?";
+  throw ShimError(std::string(what) + ": " + text + " (CUDA error " + std::to_string(err) + ")");
+}
+
+void check_device_index(int32_t device_index) {
+  const Runtime& rt = require_runtime();
+  if (device_index < 0 || device_index >= rt.device_count) {
+    throw ShimError("CUDA device index " + std::to_string(device_index) + " out of range: " +
+                    std::to_string(rt.device_count) + " device(s) present");
+  }
+}
+
+}  // namespace cuda
+}  // namespace shimkit

@@ -1,0 +1,114 @@
+// The CUDA runtime and cuBLAS, loaded at run time with dlopen: the CUDA shim
+// library has no link-time CUDA dependency, loads on machines without a GPU
+// or driver (its CPU path keeps working), and reports a clear error the
+// first time a CUDA tensor is asked for.
+//
+// The signatures are declared here from two type parameters so that a test
+// can instantiate them with the official header types (cuda_runtime_api.h)
+// and check, at compile time, that every declaration matches.
+#ifndef SHIMKIT_SHIMS_CUDA_CUDA_API_H_
+#define SHIMKIT_SHIMS_CUDA_CUDA_API_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace shimkit {
+namespace cuda {
+
+// `Err` is cudaError_t, `Stream` cudaStream_t, `Kind` cudaMemcpyKind.
+template <typename Err, typename Stream, typename Kind>
+struct CudartSignatures {
+  using GetDeviceCount = Err (*)(int*);
+  using GetDevice = Err (*)(int*);
+  using SetDevice = Err (*)(int);
+  using Malloc = Err (*)(void**, size_t);
+  using Free = Err (*)(void*);
+  using HostAlloc = Err (*)(void**, size_t, unsigned int);
+  using FreeHost = Err (*)(void*);
+  using MemcpyAsync = Err (*)(void*, const void*, size_t, Kind, Stream);
+  using MemsetAsync = Err (*)(void*, int, size_t, Stream);
+  using StreamSynchronize = Err (*)(Stream);
+  using DeviceSynchronize = Err (*)();
+  using GetErrorString = const char* (*)(Err);
+  using DriverGetVersion = Err (*)(int*);
+};
+
+// `Status` is cublasStatus_t, `Handle` cublasHandle_t, `Op` cublasOperation_t.
+template <typename Status, typename Handle, typename Stream, typename Op>
+struct CublasSignatures {
+  using Create = Status (*)(Handle*);
+  using Destroy = Status (*)(Handle);
+  using SetStream = Status (*)(Handle, Stream);
+  using Sgemm = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*, int,
+                           const float*, int, const float*, float*, int);
+  using SgemmStridedBatched = Status (*)(Handle, Op, Op, int, int, int, const float*,
+                                         const float*, int, long long, const float*, int,
+                                         long long, const float*, float*, int, long long, int);
+};
+
+// ABI-identical stand-ins for the official types: enums are int-sized,
+// handles and streams are pointers.
+using Error = int;
+using Stream = void*;
+constexpr int kSuccess = 0;
+constexpr int kMemcpyDefault = 4;     // cudaMemcpyDefault (unified addressing)
+constexpr int kMemcpyHostToDevice = 1;
+constexpr int kMemcpyDeviceToHost = 2;
+constexpr unsigned kHostAllocDefault = 0;  // cudaHostAllocDefault
+constexpr int kOpN = 0;                // CUBLAS_OP_N
+constexpr int kOpT = 1;                // CUBLAS_OP_T
+
+using Cudart = CudartSignatures<Error, Stream, int>;
+using Cublas = CublasSignatures<int, void*, Stream, int>;
+
+// The loaded CUDA runtime. `ok` is false when no libcudart could be opened,
+// a symbol is missing, or no device (or no driver) is present; `error` then
+// says which.
+struct Runtime {
+  bool ok = false;
+  std::string error;
+  std::string library;  // the path dlopen found
+  int device_count = 0;
+  Cudart::GetDeviceCount get_device_count = nullptr;
+  Cudart::GetDevice get_device = nullptr;
+  Cudart::SetDevice set_device = nullptr;
+  Cudart::Malloc malloc = nullptr;
+  Cudart::Free free = nullptr;
+  Cudart::HostAlloc host_alloc = nullptr;
+  Cudart::FreeHost free_host = nullptr;
+  Cudart::MemcpyAsync memcpy_async = nullptr;
+  Cudart::MemsetAsync memset_async = nullptr;
+  Cudart::StreamSynchronize stream_synchronize = nullptr;
+  Cudart::DeviceSynchronize device_synchronize = nullptr;
+  Cudart::GetErrorString get_error_string = nullptr;
+  Cudart::DriverGetVersion driver_get_version = nullptr;
+};
+
+struct BlasLibrary {
+  bool ok = false;
+  std::string error;
+  std::string library;
+  Cublas::Create create = nullptr;
+  Cublas::Destroy destroy = nullptr;
+  Cublas::SetStream set_stream = nullptr;
+  Cublas::Sgemm sgemm = nullptr;
+  Cublas::SgemmStridedBatched sgemm_strided_batched = nullptr;
+};
+
+// Loaded once per process (thread-safe); never throws.
+const Runtime& runtime();
+const BlasLibrary& blas_library();
+
+// runtime(), or a ShimError with its error when CUDA is unusable.
+const Runtime& require_runtime();
+// Throws ShimError("<what>: <cuda error string>") unless `err` is success.
+void check(Error err, const char* what);
+// Validates a CUDA device index against the devices present.
+void check_device_index(int32_t device_index);
+
+}  // namespace cuda
+}  // namespace shimkit
+
+#endif  // SHIMKIT_SHIMS_CUDA_CUDA_API_H_

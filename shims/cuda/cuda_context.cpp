@@ -1,0 +1,325 @@
+#include "shims/cuda/cuda_context.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+namespace shimkit {
+namespace cuda {
+namespace {
+
+thread_local int32_t t_device = -1;  // -1: not read from the runtime yet
+thread_local std::unordered_map<int32_t, Stream> t_streams;
+
+constexpr size_t kRound = 512;
+
+size_t round_up(size_t n) { return ((n == 0 ? 1 : n) + kRound - 1) / kRound * kRound; }
+
+bool caching_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHIMKIT_CUDA_CACHING");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Free device blocks keyed by (device, stream, rounded size).
+class BlockCache {
+ public:
+  void* take(int32_t device, Stream stream, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(Key{device, stream, rounded});
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    bytes_ -= rounded;
+    return p;
+  }
+  void give(int32_t device, Stream stream, size_t rounded, void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[Key{device, stream, rounded}].push_back(p);
+    bytes_ += rounded;
+  }
+  size_t bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+  void release_all(const Runtime& rt) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : free_) {
+      for (void* p : entry.second) rt.free(p);
+    }
+    free_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  using Key = std::tuple<int32_t, Stream, size_t>;
+  std::mutex mutex_;
+  std::map<Key, std::vector<void*>> free_;
+  size_t bytes_ = 0;
+};
+
+// Never destroyed: the CUDA context may be gone by static destruction time.
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache();
+  return *c;
+}
+
+void* device_malloc(size_t rounded, int32_t device, Stream stream) {
+  const Runtime& rt = require_runtime();
+  if (caching_enabled()) {
+    if (void* p = cache().take(device, stream, rounded)) return p;
+  }
+  const int32_t previous = current_device();
+  if (previous != device) set_current_device(device);
+  void* p = nullptr;
+  Error err = rt.malloc(&p, rounded);
+  if (err != kSuccess && caching_enabled() && cache().bytes() > 0) {
+    // Out of memory with blocks parked in the cache: give them back, retry.
+    cache().release_all(rt);
+    err = rt.malloc(&p, rounded);
+  }
+  if (previous != device) set_current_device(previous);
+  check(err, ("cudaMalloc of " + std::to_string(rounded) + " bytes").c_str());
+  return p;
+}
+
+struct DeviceBlock {
+  std::shared_ptr<Storage> view;
+  void* ptr = nullptr;
+  size_t rounded = 0;
+  int32_t device = 0;
+  Stream stream = nullptr;
+  ~DeviceBlock() {
+    if (ptr == nullptr) return;
+    if (caching_enabled()) {
+      cache().give(device, stream, rounded, ptr);
+    } else {
+      runtime().free(ptr);
+    }
+  }
+};
+
+struct PinnedBlock {
+  std::shared_ptr<Storage> view;
+  void* ptr = nullptr;
+  ~PinnedBlock() {
+    if (ptr != nullptr) runtime().free_host(ptr);
+  }
+};
+
+int64_t checked_dim(int64_t ndim) {
+  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
+  return ndim;
+}
+
+size_t geometry_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                      int32_t dtype) {
+  int64_t span = 1;
+  for (int64_t s : sizes) {
+    if (s < 0) throw ShimError("negative size " + std::to_string(s));
+    if (s == 0) return 0;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (strides[i] < 0) throw ShimError("negative stride " + std::to_string(strides[i]));
+    int64_t term = 0;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &term) ||
+        __builtin_add_overflow(span, term, &span)) {
+      throw ShimError("tensor geometry overflows");
+    }
+  }
+  return static_cast<size_t>(span) * element_size(dtype);
+}
+
+}  // namespace
+
+int32_t current_device() {
+  if (t_device < 0) {
+    const Runtime& rt = require_runtime();
+    int d = 0;
+    check(rt.get_device(&d), "cudaGetDevice");
+    t_device = d;
+  }
+  return t_device;
+}
+
+void set_current_device(int32_t device_index) {
+  check_device_index(device_index);
+  if (t_device == device_index) return;
+  check(runtime().set_device(device_index), "cudaSetDevice");
+  t_device = device_index;
+}
+
+Stream current_stream(int32_t device_index) {
+  auto it = t_streams.find(device_index);
+  return it == t_streams.end() ? nullptr : it->second;
+}
+
+void set_current_stream(int32_t device_index, Stream stream) {
+  if (stream == nullptr) {
+    t_streams.erase(device_index);
+  } else {
+    t_streams[device_index] = stream;
+  }
+}
+
+std::shared_ptr<Storage> device_storage(size_t nbytes, int32_t device_index) {
+  check_device_index(device_index);
+  auto block = std::make_shared<DeviceBlock>();
+  block->rounded = round_up(nbytes);
+  block->device = device_index;
+  block->stream = current_stream(device_index);
+  block->ptr = device_malloc(block->rounded, device_index, block->stream);
+  block->view = Storage::borrow(block->ptr, nbytes);
+  return std::shared_ptr<Storage>(block, block->view.get());
+}
+
+std::shared_ptr<Storage> pinned_storage(size_t nbytes) {
+  const Runtime& rt = require_runtime();
+  auto block = std::make_shared<PinnedBlock>();
+  void* p = nullptr;
+  check(rt.host_alloc(&p, nbytes == 0 ? 1 : nbytes, kHostAllocDefault),
+        ("cudaHostAlloc of " + std::to_string(nbytes) + " bytes").c_str());
+  block->ptr = p;
+  block->view = Storage::borrow(p, nbytes);
+  return std::shared_ptr<Storage>(block, block->view.get());
+}
+
+void* raw_alloc(size_t nbytes) {
+  // Raw blocks are not cached: their size is not known at delete time.
+  const Runtime& rt = require_runtime();
+  current_device();  // makes sure the thread's device is initialised
+  void* p = nullptr;
+  check(rt.malloc(&p, round_up(nbytes)), "cudaMalloc");
+  return p;
+}
+
+void raw_delete(void* ptr) {
+  if (ptr == nullptr) return;
+  check(require_runtime().free(ptr), "cudaFree");
+}
+
+size_t cached_bytes() { return cache().bytes(); }
+
+void empty_cache() {
+  const Runtime& rt = runtime();
+  if (rt.ok) cache().release_all(rt);
+}
+
+SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
+                        int32_t device_index) {
+  checked_dim(ndim);
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  std::vector<int64_t> sz(sizes, sizes + ndim);
+  std::vector<int64_t> st =
+      strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(sz);
+  const size_t nbytes = geometry_bytes(sz, st, dtype);
+  return SlimTensor(device_storage(nbytes, device_index), sz.data(), st.data(), ndim, 0, dtype,
+                    device::kCUDA, device_index);
+}
+
+SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                        int32_t dtype) {
+  checked_dim(ndim);
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  std::vector<int64_t> sz(sizes, sizes + ndim);
+  std::vector<int64_t> st =
+      strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(sz);
+  const size_t nbytes = geometry_bytes(sz, st, dtype);
+  return SlimTensor(pinned_storage(nbytes), sz.data(), st.data(), ndim, 0, dtype, device::kCPU,
+                    -1);
+}
+
+bool is_cuda(const SlimTensor& t) { return t.device_type() == device::kCUDA; }
+
+int64_t span_elements(const SlimTensor& t) {
+  int64_t span = 1;
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (t.sizes()[i] == 0) return 0;
+    span += (t.sizes()[i] - 1) * t.strides()[i];
+  }
+  return span;
+}
+
+bool is_dense(const SlimTensor& t) {
+  if (span_elements(t) != t.numel()) return false;
+  // Same span as numel and no zero stride on a non-trivial dim: no overlap.
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (t.sizes()[i] > 1 && t.strides()[i] == 0) return false;
+  }
+  return true;
+}
+
+void synchronize(int32_t device_index) {
+  check(require_runtime().stream_synchronize(current_stream(device_index)),
+        "cudaStreamSynchronize");
+}
+
+namespace {
+
+// Copies `bytes` between any two addresses (unified addressing) on the
+// stream of `device_index`, synchronously when `sync`.
+void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, bool sync) {
+  if (bytes == 0) return;
+  const Runtime& rt = require_runtime();
+  Stream s = current_stream(device_index);
+  check(rt.memcpy_async(dst, src, bytes, kMemcpyDefault, s), "cudaMemcpyAsync");
+  if (sync) check(rt.stream_synchronize(s), "cudaStreamSynchronize");
+}
+
+SlimTensor host_view_of(const SlimTensor& t, std::shared_ptr<Storage> storage) {
+  return SlimTensor(std::move(storage), t.sizes().data(), t.strides().data(), t.dim(), 0,
+                    t.dtype(), device::kCPU, -1);
+}
+
+}  // namespace
+
+SlimTensor host_mirror(const SlimTensor& t) {
+  if (!t.defined()) throw ShimError("host copy of an undefined tensor");
+  if (!is_cuda(t)) return t;
+  const size_t bytes = static_cast<size_t>(span_elements(t)) * t.itemsize();
+  auto storage = Storage::allocate(bytes);
+  memcpy_any(storage->data(), t.data_ptr(), bytes, t.device_index(), true);
+  return host_view_of(t, std::move(storage));
+}
+
+SlimTensor upload(const SlimTensor& h, int32_t device_index) {
+  SlimTensor d = empty_device(h.sizes().data(), h.strides().data(), h.dim(), h.dtype(),
+                              device_index);
+  const size_t bytes = static_cast<size_t>(span_elements(h)) * h.itemsize();
+  memcpy_any(d.data_ptr(), h.data_ptr(), bytes, device_index, true);
+  return d;
+}
+
+void copy_tensor(const SlimTensor& dst, const SlimTensor& src) {
+  if (dst.sizes() != src.sizes()) throw ShimError("copy between tensors of different sizes");
+  if (!is_cuda(dst) && !is_cuda(src)) {
+    copy_elements(dst, src);
+    return;
+  }
+  if (dst.numel() == 0) return;
+  const int32_t device = is_cuda(dst) ? dst.device_index() : src.device_index();
+  const bool touches_host = !is_cuda(dst) || !is_cuda(src);
+  if (dst.dtype() == src.dtype() && dst.strides() == src.strides() && is_dense(dst)) {
+    memcpy_any(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.numel()) * dst.itemsize(),
+               device, touches_host);
+    return;
+  }
+  // General case: through the host, keeping whatever lies between dst's
+  // elements untouched.
+  SlimTensor hs = host_mirror(src);
+  SlimTensor hd = host_mirror(dst);
+  copy_elements(hd, hs);
+  if (is_cuda(dst)) {
+    const size_t bytes = static_cast<size_t>(span_elements(dst)) * dst.itemsize();
+    memcpy_any(dst.data_ptr(), hd.data_ptr(), bytes, dst.device_index(), true);
+  }
+}
+
+}  // namespace cuda
+}  // namespace shimkit

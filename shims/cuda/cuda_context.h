@@ -1,0 +1,74 @@
+// Per-thread CUDA state (current device, current stream per device), the
+// caching device allocator, pinned host storage, and copies between host and
+// device tensors of any geometry.
+#ifndef SHIMKIT_SHIMS_CUDA_CUDA_CONTEXT_H_
+#define SHIMKIT_SHIMS_CUDA_CUDA_CONTEXT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "shims/cuda/cuda_api.h"
+#include "shims/slim_tensor.h"
+
+namespace shimkit {
+namespace cuda {
+
+// The calling thread's current device (cudaGetDevice) and making one current.
+int32_t current_device();
+void set_current_device(int32_t device_index);
+
+// The calling thread's current stream on `device_index` (nullptr: the legacy
+// default stream, what torch's runner uses when given no stream).
+Stream current_stream(int32_t device_index);
+void set_current_stream(int32_t device_index, Stream stream);
+
+// Device memory for tensors. Freed blocks are cached per (device, stream,
+// rounded size) and reused in stream order on the same stream (cudaFree
+// synchronises the whole device; blobs allocate and free buffers on every
+// run). SHIMKIT_CUDA_CACHING=0 turns the cache off.
+std::shared_ptr<Storage> device_storage(size_t nbytes, int32_t device_index);
+// Page-locked host memory (cudaHostAlloc), freed with cudaFreeHost.
+std::shared_ptr<Storage> pinned_storage(size_t nbytes);
+// Raw device allocations (aoti_torch_cuda_caching_allocator_raw_alloc).
+void* raw_alloc(size_t nbytes);
+void raw_delete(void* ptr);
+// Bytes held in the allocator's free lists, and releasing them.
+size_t cached_bytes();
+void empty_cache();
+
+// An uninitialised CUDA tensor; strides==nullptr: contiguous.
+SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
+                        int32_t device_index);
+// An uninitialised CPU tensor in pinned memory.
+SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                        int32_t dtype);
+
+bool is_cuda(const SlimTensor& t);
+// Elements from data_ptr() to one past the furthest element (0 if empty).
+int64_t span_elements(const SlimTensor& t);
+// True when the elements exactly fill their span (no gaps, no overlap).
+bool is_dense(const SlimTensor& t);
+
+// dst = src for equal sizes, any devices, strides and dtypes. Same-dtype
+// dense tensors with equal strides copy with one cudaMemcpyAsync on the
+// current stream; anything else goes through host staging. Copies that
+// touch host memory are synchronous; device-to-device copies are stream
+// ordered.
+void copy_tensor(const SlimTensor& dst, const SlimTensor& src);
+
+// A host tensor with t's sizes and strides holding t's values (t itself when
+// t is on the CPU): what host fallbacks of device ops read.
+SlimTensor host_mirror(const SlimTensor& t);
+// A device tensor on `device_index` with host tensor h's sizes, strides and
+// values.
+SlimTensor upload(const SlimTensor& h, int32_t device_index);
+
+// Stream-synchronises the current stream of `device_index`.
+void synchronize(int32_t device_index);
+
+}  // namespace cuda
+}  // namespace shimkit
+
+#endif  // SHIMKIT_SHIMS_CUDA_CUDA_CONTEXT_H_

@@ -1,0 +1,348 @@
+// Slim CUDA shims, part 2: the CUDA fallback ops. float32 mm/addmm/bmm run on
+// the device through cuBLAS (dlopen'd); other dtypes and layouts cuBLAS
+// cannot take directly, convolution, topk and sort run on the host through
+// the CPU shims, with the results uploaded in the geometry the CPU op chose
+// (ATen's memory-format rules, channels_last included).
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shims/cuda/aoti_shim_cuda_abi.h"
+#include "shims/cuda/cuda_context.h"
+#include "shims/shim_internal.h"
+
+// Like SHIMKIT_GUARD, for bodies with top-level commas.
+#define SHIMKIT_CUDA_GUARD(...) ::shimkit::guard(__func__, [&]() __VA_ARGS__)
+
+namespace cu = shimkit::cuda;
+using shimkit::as_tensor;
+using shimkit::check_out;
+using shimkit::ShimError;
+using shimkit::SlimTensor;
+using shimkit::to_handle;
+
+namespace {
+
+// One cuBLAS handle per thread and device; kept for the thread's lifetime
+// (destroying it at exit can run after the CUDA context is gone).
+void* blas_handle(int32_t device_index) {
+  thread_local std::unordered_map<int32_t, void*> handles;
+  const cu::BlasLibrary& blas = cu::blas_library();
+  if (!blas.ok) throw ShimError(blas.error);
+  auto it = handles.find(device_index);
+  if (it != handles.end()) return it->second;
+  const int32_t previous = cu::current_device();
+  cu::set_current_device(device_index);
+  void* h = nullptr;
+  const int status = blas.create(&h);
+  cu::set_current_device(previous);
+  if (status != 0) throw ShimError("cublasCreate failed with status " + std::to_string(status));
+  handles.emplace(device_index, h);
+  return h;
+}
+
+void check_blas(int status, const char* what) {
+  if (status != 0) throw ShimError(std::string(what) + " failed with cuBLAS status " +
+                                   std::to_string(status));
+}
+
+// A matrix cuBLAS reads in place: row-major (inner stride 1) or column-major
+// (outer stride 1), with a leading dimension >= its extent.
+struct Operand {
+  bool ok = false;
+  int op = cu::kOpN;  // applied to the column-major view, see gemm()
+  int ld = 1;
+};
+
+// `rows` x `cols` at strides (rs, cs), read as the column-major matrix that
+// cuBLAS sees for a row-major product (the transpose trick in gemm()).
+Operand operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  Operand o;
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = cols;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) {  // row-major
+    o.ok = true;
+    o.op = cu::kOpN;
+    o.ld = static_cast<int>(std::max<int64_t>(rs, 1));
+  } else if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) {  // column-major
+    o.ok = true;
+    o.op = cu::kOpT;
+    o.ld = static_cast<int>(std::max<int64_t>(cs, 1));
+  }
+  return o;
+}
+
+bool is_f32_cuda(const SlimTensor& t) {
+  return t.defined() && cu::is_cuda(t) && t.dtype() == shimkit::dtype::kFloat32;
+}
+
+// out[M,N] = alpha * a[M,K] @ b[K,N] + beta * out, all float32 on one device.
+// Returns false (nothing done) if a layout is not one cuBLAS reads in place.
+bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float alpha,
+          float beta) {
+  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
+  const Operand oa = operand(m, k, a.strides()[0], a.strides()[1]);
+  const Operand ob = operand(k, n, b.strides()[0], b.strides()[1]);
+  const Operand oc = operand(m, n, out.strides()[0], out.strides()[1]);
+  if (!oa.ok || !ob.ok || !oc.ok || oc.op != cu::kOpN) return false;
+  if (m == 0 || n == 0) return true;
+  const int32_t device = out.device_index();
+  void* h = blas_handle(device);
+  const cu::BlasLibrary& blas = cu::blas_library();
+  check_blas(blas.set_stream(h, cu::current_stream(device)), "cublasSetStream");
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees each
+  // row-major matrix as its transpose, so the operands swap.
+  check_blas(blas.sgemm(h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
+                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()),
+                        ob.ld, static_cast<const float*>(a.data_ptr()), oa.ld, &beta,
+                        static_cast<float*>(out.data_ptr()), oc.ld),
+             "cublasSgemm");
+  return true;
+}
+
+void require_same_device(const SlimTensor& a, const SlimTensor& b, const char* what) {
+  if (!cu::is_cuda(a) || !cu::is_cuda(b) || a.device_index() != b.device_index()) {
+    throw ShimError(std::string(what) + ": tensors must be on one CUDA device");
+  }
+}
+
+void require_matrix(const SlimTensor& t, const char* what) {
+  if (t.dim() != 2) throw ShimError(std::string(what) + " must be a matrix");
+}
+
+// Runs a CPU shim on host mirrors of device tensors and copies the written
+// `out` back: the correct, slow path.
+template <typename F>
+void on_host_into(const SlimTensor& out, std::vector<const SlimTensor*> inputs, F&& cpu_op) {
+  SlimTensor hout = cu::host_mirror(out);
+  std::vector<SlimTensor> mirrors;
+  mirrors.reserve(inputs.size());
+  for (const SlimTensor* t : inputs) mirrors.push_back(cu::host_mirror(*t));
+  if (cpu_op(hout, mirrors) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
+  cu::copy_tensor(out, hout);
+}
+
+AtenTensorHandle borrow_handle(SlimTensor& t) { return reinterpret_cast<AtenTensorHandle>(&t); }
+
+// Owns a handle a CPU shim returned.
+struct HandleOwner {
+  AtenTensorHandle h = nullptr;
+  ~HandleOwner() {
+    if (h != nullptr) aoti_torch_delete_tensor_object(h);
+  }
+};
+
+// Uploads a CPU shim's result to `device_index` as a new handle.
+AtenTensorHandle upload_result(AtenTensorHandle host_result, int32_t device_index) {
+  return to_handle(cu::upload(as_tensor(host_result), device_index));
+}
+
+}  // namespace
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                      AtenTensorHandle mat2) {
+  return SHIMKIT_CUDA_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    const SlimTensor& a = as_tensor(self);
+    const SlimTensor& b = as_tensor(mat2);
+    require_matrix(a, "mm self");
+    require_matrix(b, "mm mat2");
+    require_matrix(o, "mm out");
+    require_same_device(a, b, "mm");
+    require_same_device(a, o, "mm");
+    if (a.sizes()[1] != b.sizes()[0] || o.sizes()[0] != a.sizes()[0] ||
+        o.sizes()[1] != b.sizes()[1]) {
+      throw ShimError("mm: shapes do not match");
+    }
+    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && gemm(o, a, b, 1.0f, 0.0f)) return;
+    on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
+      return aoti_torch_cpu_mm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                         AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                         double beta, double alpha) {
+  return SHIMKIT_CUDA_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    const SlimTensor& bias = as_tensor(self);
+    const SlimTensor& a = as_tensor(mat1);
+    const SlimTensor& b = as_tensor(mat2);
+    require_matrix(a, "addmm mat1");
+    require_matrix(b, "addmm mat2");
+    require_matrix(o, "addmm out");
+    require_same_device(a, b, "addmm");
+    require_same_device(a, o, "addmm");
+    require_same_device(a, bias, "addmm");
+    const int64_t m = a.sizes()[0], n = b.sizes()[1];
+    if (a.sizes()[1] != b.sizes()[0] || o.sizes()[0] != m || o.sizes()[1] != n) {
+      throw ShimError("addmm: shapes do not match");
+    }
+    const bool f32 = is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && is_f32_cuda(bias);
+    // Bias as a row vector [N] / [1, N] (contiguous) or a full [M, N] matrix.
+    const bool row_bias = (bias.dim() == 1 && bias.sizes()[0] == n &&
+                           (n <= 1 || bias.strides()[0] == 1)) ||
+                          (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
+                           (n <= 1 || bias.strides()[1] == 1));
+    const bool full_bias = bias.dim() == 2 && bias.sizes()[0] == m && bias.sizes()[1] == n;
+    const Operand oc = operand(m, n, o.strides()[0], o.strides()[1]);
+    if (f32 && oc.ok && oc.op == cu::kOpN && (row_bias || full_bias) && m > 0 && n > 0) {
+      const int32_t device = o.device_index();
+      if (row_bias && beta != 0.0) {
+        // out = bias broadcast over rows: the rank-1 product bias[N,1] x ones[1,M].
+        const std::vector<int64_t> ones_size{m};
+        SlimTensor ones = cu::empty_device(ones_size.data(), nullptr, 1, shimkit::dtype::kFloat32,
+                                           device);
+        std::vector<float> host_ones(static_cast<size_t>(m), 1.0f);
+        const std::vector<int64_t> hs{m};
+        const std::vector<int64_t> st{1};
+        SlimTensor h(shimkit::Storage::borrow(host_ones.data(), host_ones.size() * sizeof(float)),
+                     hs.data(), st.data(), 1, 0, shimkit::dtype::kFloat32, shimkit::device::kCPU,
+                     -1);
+        cu::copy_tensor(ones, h);
+        void* handle = blas_handle(device);
+        const cu::BlasLibrary& blas = cu::blas_library();
+        check_blas(blas.set_stream(handle, cu::current_stream(device)), "cublasSetStream");
+        const float one = 1.0f, zero = 0.0f;
+        check_blas(blas.sgemm(handle, cu::kOpN, cu::kOpN, static_cast<int>(n), static_cast<int>(m),
+                              1, &one, static_cast<const float*>(bias.data_ptr()),
+                              static_cast<int>(n), static_cast<const float*>(ones.data_ptr()), 1,
+                              &zero, static_cast<float*>(o.data_ptr()), oc.ld),
+                   "cublasSgemm (bias)");
+      } else if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) {
+        cu::copy_tensor(o, bias);
+      }
+      if (gemm(o, a, b, static_cast<float>(alpha), beta == 0.0 ? 0.0f : static_cast<float>(beta))) {
+        return;
+      }
+    }
+    on_host_into(o, {&bias, &a, &b}, [beta, alpha](SlimTensor& ho, std::vector<SlimTensor>& in) {
+      return aoti_torch_cpu_addmm_out(borrow_handle(ho), borrow_handle(in[0]),
+                                      borrow_handle(in[1]), borrow_handle(in[2]), beta, alpha);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                       AtenTensorHandle mat2) {
+  return SHIMKIT_CUDA_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    const SlimTensor& a = as_tensor(self);
+    const SlimTensor& b = as_tensor(mat2);
+    if (a.dim() != 3 || b.dim() != 3 || o.dim() != 3) throw ShimError("bmm needs 3-D tensors");
+    require_same_device(a, b, "bmm");
+    require_same_device(a, o, "bmm");
+    const int64_t batch = a.sizes()[0], m = a.sizes()[1], k = a.sizes()[2], n = b.sizes()[2];
+    if (b.sizes()[0] != batch || b.sizes()[1] != k || o.sizes()[0] != batch ||
+        o.sizes()[1] != m || o.sizes()[2] != n) {
+      throw ShimError("bmm: shapes do not match");
+    }
+    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && batch > 0 && m > 0 && n > 0) {
+      const Operand oa = operand(m, k, a.strides()[1], a.strides()[2]);
+      const Operand ob = operand(k, n, b.strides()[1], b.strides()[2]);
+      const Operand oc = operand(m, n, o.strides()[1], o.strides()[2]);
+      if (oa.ok && ob.ok && oc.ok && oc.op == cu::kOpN) {
+        const int32_t device = o.device_index();
+        void* h = blas_handle(device);
+        const cu::BlasLibrary& blas = cu::blas_library();
+        check_blas(blas.set_stream(h, cu::current_stream(device)), "cublasSetStream");
+        const float one = 1.0f, zero = 0.0f;
+        check_blas(blas.sgemm_strided_batched(
+                       h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
+                       static_cast<int>(k), &one, static_cast<const float*>(b.data_ptr()), ob.ld,
+                       b.strides()[0], static_cast<const float*>(a.data_ptr()), oa.ld,
+                       a.strides()[0], &zero, static_cast<float*>(o.data_ptr()), oc.ld,
+                       o.strides()[0], static_cast<int>(batch)),
+                   "cublasSgemmStridedBatched");
+        return;
+      }
+    }
+    on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
+      return aoti_torch_cpu_bmm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding,
+    int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    check_out(ret0);
+    const SlimTensor& x = as_tensor(input);
+    const SlimTensor& w = as_tensor(weight);
+    require_same_device(x, w, "convolution");
+    SlimTensor hx = cu::host_mirror(x);
+    SlimTensor hw = cu::host_mirror(w);
+    SlimTensor hb;
+    AtenTensorHandle hb_handle = nullptr;
+    if (bias != nullptr && *bias != nullptr) {
+      const SlimTensor& b = as_tensor(*bias);
+      if (b.defined()) {
+        require_same_device(x, b, "convolution");
+        hb = cu::host_mirror(b);
+        hb_handle = borrow_handle(hb);
+      }
+    }
+    HandleOwner result;
+    if (aoti_torch_cpu_convolution(borrow_handle(hx), borrow_handle(hw),
+                                   hb_handle != nullptr ? &hb_handle : nullptr, stride,
+                                   stride_len_, padding, padding_len_, dilation, dilation_len_,
+                                   transposed, output_padding, output_padding_len_, groups,
+                                   &result.h) != AOTI_TORCH_SUCCESS) {
+      throw ShimError(shimkit_shim_last_error());
+    }
+    *ret0 = upload_result(result.h, x.device_index());
+  });
+}
+
+AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim,
+                                    int32_t largest, int32_t sorted, AtenTensorHandle* ret0,
+                                    AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    check_out(ret0);
+    check_out(ret1);
+    const SlimTensor& x = as_tensor(self);
+    if (!cu::is_cuda(x)) throw ShimError("topk: tensor is not on a CUDA device");
+    SlimTensor hx = cu::host_mirror(x);
+    HandleOwner values, indices;
+    if (aoti_torch_cpu_topk(borrow_handle(hx), k, dim, largest, sorted, &values.h, &indices.h) !=
+        AOTI_TORCH_SUCCESS) {
+      throw ShimError(shimkit_shim_last_error());
+    }
+    HandleOwner dv;
+    dv.h = upload_result(values.h, x.device_index());
+    *ret1 = upload_result(indices.h, x.device_index());
+    *ret0 = dv.h;
+    dv.h = nullptr;
+  });
+}
+
+AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                           int32_t descending, AtenTensorHandle* ret0,
+                                           AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    check_out(ret0);
+    check_out(ret1);
+    const SlimTensor& x = as_tensor(self);
+    if (!cu::is_cuda(x)) throw ShimError("sort: tensor is not on a CUDA device");
+    SlimTensor hx = cu::host_mirror(x);
+    HandleOwner values, indices;
+    if (aoti_torch_cpu_sort_stable(borrow_handle(hx), stable, dim, descending, &values.h,
+                                   &indices.h) != AOTI_TORCH_SUCCESS) {
+      throw ShimError(shimkit_shim_last_error());
+    }
+    HandleOwner dv;
+    dv.h = upload_result(values.h, x.device_index());
+    *ret1 = upload_result(indices.h, x.device_index());
+    *ret0 = dv.h;
+    dv.h = nullptr;
+  });
+}
+
+}  // extern "C"
