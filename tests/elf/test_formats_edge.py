@@ -99,3 +99,57 @@ def test_version_chains_are_bounded() -> None:
     bad_name = struct.pack("<IHHII", 0, 0, 2, 999, 0)
     with pytest.raises(VersionError, match="past its string table"):
         version_names(entry + bad_name, (0, 32, 1), strtab, needed=True, endian="<")
+
+
+def _strip_section_headers(data: bytes) -> bytes:
+    layout = parse_layout(data)
+    out = bytearray(data)
+    endian = "<" if layout.little_endian else ">"
+    if layout.elf_class == 2:
+        struct.pack_into(endian + "Q", out, 0x28, 0)  # e_shoff
+        struct.pack_into(endian + "HH", out, 0x3C, 0, 0)  # e_shnum, e_shstrndx
+    else:
+        struct.pack_into(endian + "I", out, 0x20, 0)
+        struct.pack_into(endian + "HH", out, 0x30, 0, 0)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "blob_unprefixed.so",
+        "blob_prefixed.so",
+        "shim_unprefixed.so",
+        "blob_c10.so",
+        "blob_unprefixed_32.so",
+        "prog",
+        "prog_nopie",
+    ],
+)
+def test_no_section_headers_reads_dynsym_like_the_loader(name: str) -> None:
+    """Without section headers (sstrip), .dynsym is found through PT_DYNAMIC and the GNU hash
+    table, exactly as with them: the loader binds those symbols, so the linter must see them."""
+    from tests.fixtures.build import fixture_path
+
+    data = fixture_path(name).read_bytes()
+    full = read_elf(data, name)
+    stripped = read_elf(_strip_section_headers(data), name)
+    assert stripped.symbol_table == ".dynsym"
+    assert stripped.imports == full.imports
+    assert stripped.exports == full.exports
+    assert stripped.symbol_count == full.symbol_count
+    assert (stripped.needed, stripped.soname) == (full.needed, full.soname)
+    assert stripped.warnings == ["no section headers: .dynsym read through PT_DYNAMIC"]
+    assert full.warnings == []
+
+
+def test_no_section_headers_on_system_libraries() -> None:
+    """Same on real libraries (versioned symbols, DT_GNU_HASH with many buckets)."""
+    for lib in ("libc.so.6", "libstdc++.so.6", "libz.so.1"):
+        path = Path("/usr/lib/x86_64-linux-gnu") / lib
+        if not path.exists():
+            continue
+        data = path.read_bytes()
+        full = read_elf(data, lib)
+        stripped = read_elf(_strip_section_headers(data), lib)
+        assert (stripped.imports, stripped.exports) == (full.imports, full.exports), lib

@@ -84,24 +84,38 @@ def test_text_format(run_shimkit, elf_fixtures: dict[str, Path]) -> None:
 
 
 def test_images_without_symbols_are_flagged(run_shimkit, tmp_path: Path) -> None:
-    """An empty table and a missing table (no section headers) both show up for the gate."""
+    """An empty table and a missing table both show up for the gate; a table the loader
+    could not size either (no section headers, no hash table) is an input error."""
+    from shimkit.elf.header import SHT_DYNSYM, parse_layout
+
     empty = tmp_path / "empty_table.so"
     empty.write_bytes(write_elf(ElfSpec(symbols=[])))
-    no_table = tmp_path / "no_sections.so"
     spec = ElfSpec(symbols=[WSym("aoti_torch_x", defined=False)], needed=["libc.so.6"])
     data = bytearray(write_elf(spec))
-    data[0x28:0x30] = bytes(8)  # e_shoff = 0 (ELF64 big-endian): no section headers
-    data[0x3C:0x40] = bytes(4)  # e_shnum = 0, e_shstrndx = 0
+    layout = parse_layout(data)
+    dynsym = layout.sections_of_type(SHT_DYNSYM)[0]
+    type_field = layout.shoff + dynsym * 64 + 4  # ELF64 big-endian sh_type
+    data[type_field : type_field + 4] = (1).to_bytes(4, "big")  # SHT_PROGBITS: no .dynsym
+    no_table = tmp_path / "no_dynsym.so"
     no_table.write_bytes(bytes(data))
-    proc = run_shimkit(["symbols", "--format", "json", str(empty), str(no_table)])
-    assert proc.returncode == 0, proc.stderr
-    arts = {Path(a["path"]).name: a for a in json.loads(proc.stdout)["artifacts"]}
+    unsized = bytearray(write_elf(spec))
+    unsized[0x28:0x30] = bytes(8)  # e_shoff = 0: no section headers
+    unsized[0x3C:0x40] = bytes(4)  # e_shnum = 0, e_shstrndx = 0
+    no_hash = tmp_path / "no_sections_no_hash.so"
+    no_hash.write_bytes(bytes(unsized))
+    paths = [str(empty), str(no_table), str(no_hash)]
+    proc = run_shimkit(["symbols", "--format", "json", *paths])
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    arts = {Path(a["path"]).name: a for a in doc["artifacts"]}
     assert arts["empty_table.so"]["symbol_table"] == ".dynsym"
     assert arts["empty_table.so"]["symbol_count"] == 0
-    assert arts["no_sections.so"]["symbol_table"] is None
-    assert arts["no_sections.so"]["needed"] == ["libc.so.6"]  # read through PT_DYNAMIC
+    assert arts["no_dynsym.so"]["symbol_table"] is None
+    assert arts["no_dynsym.so"]["needed"] == ["libc.so.6"]
     for art in arts.values():
         assert art["imports"] == [] and art["exports"] == []
+    assert [e["path"] for e in doc["errors"]] == [str(no_hash)]
+    assert "symbol count unknown" in doc["errors"][0]["message"]
 
 
 def test_usage_errors(run_shimkit) -> None:

@@ -224,11 +224,6 @@ def parse_layout(data: bytes | memoryview, *, strict_ident: bool = False) -> Elf
     )
 
 
-DT_NULL = 0
-DT_NEEDED = 1
-DT_STRTAB = 5
-DT_STRSZ = 10
-DT_SONAME = 14
 PT_LOAD = 1
 
 # Common machines, so the names-only path need not import pyelftools (its enum
@@ -250,58 +245,3 @@ def machine_name(value: int) -> str:
         if number == value and key.startswith("EM_"):
             return key
     return f"EM_{value}"
-
-
-def _vaddr_to_offset(layout: ElfLayout, addr: int) -> int | None:
-    for seg in layout.segments[layout.segments["p_type"] == PT_LOAD]:
-        start, size = int(seg["p_vaddr"]), int(seg["p_filesz"])
-        if start <= addr < start + size:
-            return addr - start + int(seg["p_offset"])
-    return None
-
-
-def dynamic_strings(data: bytes | memoryview, layout: ElfLayout) -> tuple[list[str], str | None]:
-    """(DT_NEEDED names, DT_SONAME) read directly: the names-only path's pyelftools-free twin
-    of reading the dynamic section (tests check both agree)."""
-    word = layout.endian + ("u4" if layout.elf_class == 1 else "u8")
-    entry = 8 if layout.elf_class == 1 else 16
-    dyn_secs = layout.sections_of_type(SHT_DYNAMIC)
-    strtab: tuple[int, int] | None = None
-    if dyn_secs:
-        sec = layout.sections[dyn_secs[0]]
-        off, size = int(sec["sh_offset"]), int(sec["sh_size"])
-        link = int(sec["sh_link"])
-        if 0 < link < layout.sections.size:
-            s = layout.sections[link]
-            strtab = (int(s["sh_offset"]), int(s["sh_size"]))
-    else:
-        segs = layout.segments[layout.segments["p_type"] == PT_DYNAMIC]
-        if segs.size == 0:
-            return [], None
-        off, size = int(segs[0]["p_offset"]), int(segs[0]["p_filesz"])
-    count = min(size // entry, max((len(data) - off) // entry, 0))
-    pairs = np.frombuffer(data, dtype=word, count=2 * count, offset=off).reshape(count, 2)
-    tags = pairs[:, 0].tolist()
-    end = tags.index(DT_NULL) if DT_NULL in tags else count
-    tags, values = tags[:end], pairs[:end, 1].tolist()
-    if strtab is None:
-        addr = next((v for t, v in zip(tags, values, strict=True) if t == DT_STRTAB), None)
-        strsz = next((v for t, v in zip(tags, values, strict=True) if t == DT_STRSZ), 0)
-        start = _vaddr_to_offset(layout, addr) if addr is not None else None
-        if start is None:
-            raise HeaderError("dynamic section without a mapped string table")
-        strtab = (start, min(strsz, len(data) - start))
-    str_off, str_size = strtab
-    if str_off + str_size > len(data):
-        raise HeaderError("dynamic string table extends past end of file")
-    raw = bytes(data[str_off : str_off + str_size])
-
-    def text(offset: int) -> str:
-        if offset >= len(raw):
-            raise HeaderError(f"dynamic string offset 0x{offset:x} past its table")
-        stop = raw.find(b"\0", offset)
-        return raw[offset : stop if stop >= 0 else len(raw)].decode("utf-8", "surrogateescape")
-
-    needed = [text(v) for t, v in zip(tags, values, strict=True) if t == DT_NEEDED]
-    sonames = [text(v) for t, v in zip(tags, values, strict=True) if t == DT_SONAME]
-    return needed, (sonames[0] if sonames else None)

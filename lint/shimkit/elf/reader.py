@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from shimkit.elf.dynamic import dynamic_strings, dynamic_symbol_tables
 from shimkit.elf.header import (
     PF_X,
     PT_GNU_STACK,
@@ -33,7 +34,6 @@ from shimkit.elf.header import (
     SHT_SYMTAB,
     ElfLayout,
     HeaderError,
-    dynamic_strings,
     machine_name,
     parse_layout,
 )
@@ -80,28 +80,13 @@ def _exec_stack(layout: ElfLayout, e_type: str, section_names: list[str]) -> boo
     return None
 
 
-def _versions(
-    data: bytes | memoryview,
-    layout: ElfLayout,
-    table_index: int,
-    count: int,
-    rows: np.ndarray,
-) -> list[str | None]:
+# (offset, size, entry count, linked string table, is verneed) of one version chain
+_VersionSource = tuple[int, int, int, bytes, bool]
+
+
+def _version_sources(data: bytes | memoryview, layout: ElfLayout) -> list[_VersionSource]:
     secs = layout.sections
-    versym_idx = [
-        i for i in layout.sections_of_type(SHT_GNU_VERSYM) if int(secs["sh_link"][i]) == table_index
-    ]
-    if not versym_idx or rows.size == 0:
-        return [None] * rows.size
-    vs = secs[versym_idx[0]]
-    if int(vs["sh_size"]) < 2 * count:
-        raise VersionError(
-            f".gnu.version has {int(vs['sh_size']) // 2} entries for {count} symbols"
-        )
-    versym = np.frombuffer(
-        data, dtype=layout.endian + "u2", count=count, offset=int(vs["sh_offset"])
-    )
-    names: dict[int, str] = {}
+    sources: list[_VersionSource] = []
     for sh_type, needed in ((SHT_GNU_VERDEF, False), (SHT_GNU_VERNEED, True)):
         for i in layout.sections_of_type(sh_type):
             sec = secs[i]
@@ -111,9 +96,78 @@ def _versions(
             strsec = secs[link]
             str_off, str_size = int(strsec["sh_offset"]), int(strsec["sh_size"])
             strtab = bytes(data[str_off : str_off + str_size])
-            where = (int(sec["sh_offset"]), int(sec["sh_size"]), int(sec["sh_info"]))
-            names.update(version_names(data, where, strtab, needed=needed, endian=layout.endian))
+            sources.append(
+                (int(sec["sh_offset"]), int(sec["sh_size"]), int(sec["sh_info"]), strtab, needed)
+            )
+    return sources
+
+
+def _versions(
+    data: bytes | memoryview,
+    layout: ElfLayout,
+    versym_off: int | None,
+    count: int,
+    rows: np.ndarray,
+    sources: list[_VersionSource],
+) -> list[str | None]:
+    """Version names of `rows` from .gnu.version at `versym_off` (`count` entries)."""
+    if versym_off is None or rows.size == 0:
+        return [None] * rows.size
+    if versym_off + 2 * count > len(data):
+        raise VersionError(f".gnu.version at 0x{versym_off:x} extends past end of file")
+    versym = np.frombuffer(data, dtype=layout.endian + "u2", count=count, offset=versym_off)
+    names: dict[int, str] = {}
+    for off, size, entries, strtab, needed in sources:
+        names.update(
+            version_names(data, (off, size, entries), strtab, needed=needed, endian=layout.endian)
+        )
     return resolve_versions(versym, rows, names)
+
+
+def _section_versym(layout: ElfLayout, table_index: int, count: int) -> int | None:
+    secs = layout.sections
+    for i in layout.sections_of_type(SHT_GNU_VERSYM):
+        if int(secs["sh_link"][i]) == table_index:
+            if int(secs["sh_size"][i]) < 2 * count:
+                raise VersionError(
+                    f".gnu.version has {int(secs['sh_size'][i]) // 2} entries for {count} symbols"
+                )
+            return int(secs["sh_offset"][i])
+    return None
+
+
+def _dynamic_fallback(
+    data: bytes | memoryview,
+    layout: ElfLayout,
+    prefixes: Sequence[str] | None,
+    with_versions: bool,
+) -> tuple[RawSymbols, int, list[str | None]] | None:
+    """The dynamic symbol table through PT_DYNAMIC (no section headers)."""
+    tables = dynamic_symbol_tables(data, layout)
+    if tables is None:
+        return None
+    entsize = SYM_SIZE[layout.elf_class]
+    total = tables.count
+    if total * entsize > len(data) - tables.symtab:
+        raise SymbolTableError(f"{total} dynamic symbols cannot fit in the file")
+    raw = read_symbol_table(
+        data,
+        elf_class=layout.elf_class,
+        endian=layout.endian,
+        table=(tables.symtab, total * entsize, entsize),
+        strtab=tables.strtab,
+        prefixes=prefixes,
+    )
+    versions: list[str | None] = [None] * len(raw.names)
+    if with_versions:
+        str_off, str_size = tables.strtab
+        strtab = bytes(data[str_off : str_off + str_size])
+        sources: list[_VersionSource] = []
+        for where, needed in ((tables.verdef, False), (tables.verneed, True)):
+            if where is not None:
+                sources.append((where[0], len(data) - where[0], where[1], strtab, needed))
+        versions = _versions(data, layout, tables.versym, total, raw.index, sources)
+    return raw, max(total - 1, 0), versions
 
 
 @dataclass
@@ -126,6 +180,7 @@ class _Parsed:
     needed: list[str]
     soname: str | None
     exec_stack: bool | None
+    warnings: list[str]
     table_name: str | None
     count: int
     names: list[str]
@@ -147,6 +202,7 @@ def _parse(
     section_names = _section_names(data, layout)
     want = SHT_SYMTAB if e_type == "REL" else SHT_DYNSYM
     tables = layout.sections_of_type(want)
+    warnings: list[str] = []
     table_name: str | None = None
     count = 0
     raw = RawSymbols.empty()
@@ -169,10 +225,23 @@ def _parse(
         )
         count = max(int(sec["sh_size"]) // SYM_SIZE[layout.elf_class] - 1, 0)
         versions = (
-            _versions(data, layout, t, count + 1, raw.index)
+            _versions(
+                data,
+                layout,
+                _section_versym(layout, t, count + 1),
+                count + 1,
+                raw.index,
+                _version_sources(data, layout),
+            )
             if want == SHT_DYNSYM and with_versions
             else [None] * len(raw.names)
         )
+    elif want == SHT_DYNSYM and layout.sections.size == 0:
+        found = _dynamic_fallback(data, layout, prefixes, with_versions)
+        if found is not None:
+            raw, count, versions = found
+            table_name = ".dynsym"
+            warnings.append("no section headers: .dynsym read through PT_DYNAMIC")
     named = np.fromiter(map(bool, raw.names), dtype=bool, count=len(raw.names))
     return _Parsed(
         layout=layout,
@@ -181,6 +250,7 @@ def _parse(
         needed=needed,
         soname=soname,
         exec_stack=_exec_stack(layout, e_type, section_names),
+        warnings=warnings,
         table_name=table_name,
         count=count,
         names=raw.names,
@@ -265,6 +335,7 @@ def _image(p: _Parsed, location: str, size: int, prefixes: Sequence[str] | None)
         symbol_table=p.table_name,
         symbol_count=p.count,
         name_prefixes=tuple(prefixes) if prefixes is not None else None,
+        warnings=p.warnings,
     )
 
 
