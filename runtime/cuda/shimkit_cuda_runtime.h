@@ -1,0 +1,65 @@
+/* shimkit's CUDA blob runner: load a prefixed AOTInductor CUDA blob against
+ * the slim CUDA shims (shims/cuda) and run it on a GPU, next to anything
+ * (libtorch_cuda included). Plain C API; no C++ exception crosses it.
+ * Functions return SHIMKIT_OK (0) or a shimkit_status code (see
+ * runtime/shimkit_runtime.h; SHIMKIT_E_DEVICE is added here), and
+ * shimkit_cuda_last_error() says what went wrong (per thread). */
+#ifndef SHIMKIT_RUNTIME_CUDA_SHIMKIT_CUDA_RUNTIME_H_
+#define SHIMKIT_RUNTIME_CUDA_SHIMKIT_CUDA_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/shimkit_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* No usable GPU/driver, device index out of range, or a blob built for
+ * another device than the one asked for. */
+#define SHIMKIT_E_DEVICE 10
+
+typedef struct shimkit_cuda_model shimkit_cuda_model;
+
+SHIMKIT_RUNTIME_API const char* shimkit_cuda_last_error(void);
+
+/* Loads a model .so (bytes or file) and creates its model container on CUDA
+ * device `device_index`. The blob is vetted before dlopen: ELF sanity,
+ * entry points, every shim import prefixed and provided by the slim CUDA
+ * shims, and built for CUDA. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_load(const void* bytes, size_t size,
+                                                int32_t device_index, shimkit_cuda_model** out);
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_load_file(const char* path, int32_t device_index,
+                                                     shimkit_cuda_model** out);
+SHIMKIT_RUNTIME_API void shimkit_cuda_model_free(shimkit_cuda_model* model);
+SHIMKIT_RUNTIME_API size_t shimkit_cuda_model_num_inputs(const shimkit_cuda_model* model);
+SHIMKIT_RUNTIME_API size_t shimkit_cuda_model_num_outputs(const shimkit_cuda_model* model);
+/* Load address of the blob (for reading its resolved GOT entries). */
+SHIMKIT_RUNTIME_API uintptr_t shimkit_cuda_model_load_base(const shimkit_cuda_model* model);
+
+/* Copies host `inputs` to the device, runs, and copies every output back to
+ * host memory the model owns (C-contiguous) until the next run or free;
+ * `outputs` receives num_outputs descriptors of that memory. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_run(shimkit_cuda_model* model,
+                                               const shimkit_tensor* inputs, size_t num_inputs,
+                                               shimkit_tensor* outputs, size_t num_outputs);
+
+/* Uploads `inputs` once, then runs `iterations` times with device-resident
+ * inputs, waiting for the stream after every run (what a host-overhead
+ * comparison needs); mean wall time per run in ns. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_bench(shimkit_cuda_model* model,
+                                                 const shimkit_tensor* inputs, size_t num_inputs,
+                                                 int64_t iterations, double* ns_per_run);
+
+/* Host-to-device copy bandwidth in GB/s of `bytes` through the shims:
+ * source from aoti_torch_empty_strided_pinned (pinned != 0) or
+ * aoti_torch_empty_strided on the CPU (pageable), best of `iterations`. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_h2d_bandwidth(size_t bytes, int pinned, int32_t device_index,
+                                                   int iterations, double* gb_per_s);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* SHIMKIT_RUNTIME_CUDA_SHIMKIT_CUDA_RUNTIME_H_ */
