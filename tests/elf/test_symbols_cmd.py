@@ -158,3 +158,16 @@ def test_non_utf8_symbol_names(tmp_path: Path) -> None:
     )
     assert raw.returncode == 0
     assert json.loads(raw.stdout)["artifacts"][0]["imports"] == ["aoti_torch\udcffx"]
+
+
+def test_warnings_reach_the_output(run_shimkit, tmp_path: Path, elf_fixtures) -> None:
+    from tests.elf.test_formats_edge import _strip_section_headers
+
+    stripped = tmp_path / "sstripped.so"
+    stripped.write_bytes(_strip_section_headers(elf_fixtures["blob_unprefixed.so"].read_bytes()))
+    proc = run_shimkit(["symbols", "--format", "json", str(stripped)])
+    art = json.loads(proc.stdout)["artifacts"][0]
+    assert art["warnings"] == ["no section headers: .dynsym read through PT_DYNAMIC"]
+    assert "aoti_torch_get_dim" in art["imports"]
+    text = run_shimkit(["symbols", str(stripped)]).stdout
+    assert "  warning no section headers: .dynsym read through PT_DYNAMIC" in text

@@ -5,7 +5,7 @@ sorted, deterministic. Schema `shimkit.symbols/v1`:
 
     {"schema": "shimkit.symbols/v1",
      "artifacts": [{"path", "type", "machine", "class", "imports", "exports",
-                    "needed", "soname", "symbol_table", "symbol_count"}],
+                    "needed", "soname", "symbol_table", "symbol_count", "warnings"}],
      "errors": [{"path", "message"}]}
 
 `symbol_table` is null when the image has no table of the kind the linter
@@ -57,6 +57,7 @@ def artifact_record(image: ElfNames) -> dict[str, Any]:
         "soname": image.soname,
         "symbol_table": image.symbol_table,
         "symbol_count": image.symbol_count,
+        "warnings": image.warnings,
     }
 
 
@@ -82,6 +83,7 @@ def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
         lines.extend(f"  needed {name}" for name in art["needed"])
         if art["symbol_table"] is None:
             lines.append("  no symbol table")
+        lines.extend(f"  warning {text}" for text in art["warnings"])
         lines.extend(f"  import {name}" for name in art["imports"])
         lines.extend(f"  export {name}" for name in art["exports"])
     text = "\n".join(lines) + ("\n" if lines else "")

@@ -75,6 +75,7 @@ class ElfNames:
     symbol_table: str | None = None
     symbol_count: int = 0
     offset: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def has_symbols(self) -> bool:

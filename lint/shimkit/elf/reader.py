@@ -353,6 +353,7 @@ def _names(p: _Parsed, location: str, size: int) -> ElfNames:
         size=size,
         symbol_table=p.table_name,
         symbol_count=p.count,
+        warnings=p.warnings,
     )
 
 
