@@ -37,8 +37,9 @@ _VARIANT_FLAGS = {
     "asan": ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"],
 }
 _LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
-# runtime/ sources that are programs or tests, not library code.
-_PROGRAMS = {"shimkit_run_blob.cpp", "runtime_c_api_test.cpp"}
+# The runtime library's sources (runtime/ also holds programs, tests and the
+# backend registry, which hosts build with their own mode).
+RUNTIME_SOURCES = ("elf_imports.cpp", "runtime.cpp", "temp_blob_file.cpp")
 RUN_BLOB = "shimkit-run-blob"
 
 
@@ -52,7 +53,8 @@ class RuntimeLibs:
 
 def _sources() -> tuple[list[Path], list[Path], list[Path]]:
     shims = sorted((REPO_ROOT / "shims").glob("*.cpp"))
-    runtime = [p for p in sorted((REPO_ROOT / "runtime").glob("*.cpp")) if p.name not in _PROGRAMS]
+    runtime = [REPO_ROOT / "runtime" / name for name in RUNTIME_SOURCES]
+    runtime = [p for p in runtime if p.is_file()]
     headers = sorted((REPO_ROOT / "shims").glob("*.h")) + sorted(
         (REPO_ROOT / "runtime").glob("*.h")
     )
