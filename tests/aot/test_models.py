@@ -34,7 +34,8 @@ EXPECTED_IMPORT = {
     "topk": ["aoti_torch_cpu_topk", "aoti_torch_cpu_sort_stable"],
 }
 COMPILED = ["mlp", "convnet", "topk"]
-REWRITTEN = ["mlp", "topk"]
+# (model, rewrite engine): both engines on the MLP; no extra compiles.
+REWRITTEN = [("mlp", "patch"), ("mlp", "lief"), ("topk", "patch")]
 
 
 @dataclass
@@ -87,13 +88,14 @@ class Artifacts:
             self.cache[key] = out
         return self.cache[key]
 
-    def rewritten(self, name: str) -> Path:
-        key = ("rewritten", name)
+    def rewritten(self, name: str, engine: str = "patch") -> Path:
+        key = (f"rewritten-{engine}", name)
         if key not in self.cache:
             from shimkit.cli import main
 
-            out = self.work / f"{name}.rewritten.pt2"
-            assert main(["rewrite", str(self.default(name)), "-o", str(out)]) == 0
+            out = self.work / f"{name}.rewritten-{engine}.pt2"
+            argv = ["rewrite", str(self.default(name)), "-o", str(out), "--engine", engine]
+            assert main(argv) == 0
             self.cache[key] = out
         return self.cache[key]
 
@@ -146,15 +148,15 @@ def test_compiled_blob_imports_only_prefixed_names(
     assert info.exports and all(e.startswith("AOTInductor") for e in info.exports)
 
 
-@pytest.mark.parametrize("name", REWRITTEN)
+@pytest.mark.parametrize(("name", "engine"), REWRITTEN)
 def test_rewritten_blob_imports_the_default_blobs_names_prefixed(
-    name: str, artifacts: Artifacts, config: ShimConfig
+    name: str, engine: str, artifacts: Artifacts, config: ShimConfig
 ) -> None:
     default = blob_of(artifacts.default(name), config)
     # Negative control: the default blob fails the very check the rewrite must pass.
     problems = " ".join(prefixed_blob_problems(default, config))
     assert "unprefixed shim symbol" in problems and "NEEDED libtorch_cpu.so" in problems
-    rewritten = blob_of(artifacts.rewritten(name), config)
+    rewritten = blob_of(artifacts.rewritten(name, engine), config)
     assert_prefixed_blob(rewritten, config, name)
     unprefixed_before = sorted(s for s in default.imports if config.is_family(s))
     prefixed_after = sorted(s for s in rewritten.imports if config.is_prefixed_family(s))
@@ -167,9 +169,11 @@ def test_compiled_outputs_match_eager(name: str, artifacts: Artifacts, forwarder
     assert_matches_eager(artifacts.prefixed(name), name)
 
 
-@pytest.mark.parametrize("name", REWRITTEN)
-def test_rewritten_outputs_match_eager(name: str, artifacts: Artifacts, forwarder: Path) -> None:
-    assert_matches_eager(artifacts.rewritten(name), name)
+@pytest.mark.parametrize(("name", "engine"), REWRITTEN)
+def test_rewritten_outputs_match_eager(
+    name: str, engine: str, artifacts: Artifacts, forwarder: Path
+) -> None:
+    assert_matches_eager(artifacts.rewritten(name, engine), name)
 
 
 def test_prefixed_blob_needs_a_provider(artifacts: Artifacts, config: ShimConfig) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 from shimkit.aot.blobinfo import parse_blob_info, read_blob_info, verify_prefixed_blob
-from shimkit.aot.rewrite import rewrite_blob_file
+from shimkit.aot.rewrite import ENGINES, rewrite_blob_file
 from shimkit.cli import main
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
@@ -25,6 +27,12 @@ int AOTInductorModelRun(AtenTensorHandle t, long* n) {
 }
 """
 PROVIDER_C = "int aoti_torch_get_numel(void* t, long* n) { (void)t; *n = 1; return 0; }\n"
+# Provides the prefixed names a rewritten blob imports: one renamed by the rename
+# header, one (not a torch name, so not in the header) spelled out.
+PREFIXED_PROVIDER_C = r"""
+int aoti_torch_get_numel(void* t, long* n) { (void)t; *n = 40; return 0; }
+int PREFIXED_STABLE_THING(void) { return 2; }
+"""
 
 
 def gcc(*argv: str) -> None:
@@ -66,15 +74,16 @@ def fresh_dir(tmp_path: Path, name: str) -> Path:
     return directory
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_rewrite_renames_imports_drops_libtorch_and_clears_exec_stack(
-    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig, engine: str
 ) -> None:
     before = read_blob_info(built["blob"])
     assert "libtorch_stub.so" in before.needed and before.exec_stack
     with pytest.raises(ShimkitError, match="unprefixed"):  # negative control
         verify_prefixed_blob(before, config)
     out = tmp_path / "blob.prefixed.so"
-    [record] = rewrite_blob_file(built["blob"], out, config)
+    [record] = rewrite_blob_file(built["blob"], out, config, engine=engine)
     assert sorted(record.renamed) == ["aoti_torch_get_numel", "torch_stable_thing"]
     after = read_blob_info(out)
     assert config.prefixed("aoti_torch_get_numel") in after.imports
@@ -188,3 +197,69 @@ def test_linter_reader_and_pyelftools_fallback_agree(built: dict[str, Path], whi
     key = lambda info: sorted((s.name, s.defined, s.version) for s in info.symbols)  # noqa: E731
     assert key(linter) == key(fallback) and key(linter)
     assert (linter.needed, linter.exec_stack) == (fallback.needed, fallback.exec_stack)
+
+
+def load_and_call(
+    blob: Path, provider: Path, library_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """dlopen `blob` after `provider` (RTLD_GLOBAL) in a fresh process and call its entry."""
+    code = (
+        "import ctypes, os\n"
+        f"ctypes.CDLL({str(provider)!r}, mode=os.RTLD_GLOBAL | os.RTLD_NOW)\n"
+        f"lib = ctypes.CDLL({str(blob)!r}, mode=os.RTLD_NOW)\n"
+        "n = ctypes.c_long(0)\n"
+        "print(lib.AOTInductorModelRun(None, ctypes.byref(n)), n.value)\n"
+    )
+    env = {**os.environ, "LD_LIBRARY_PATH": str(library_path)}  # finds libtorch_stub.so
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_rewritten_blob_loads_and_calls_the_prefixed_provider(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig, rename_header: Path, engine: str
+) -> None:
+    source = tmp_path / "prefixed_provider.c"
+    source.write_text(PREFIXED_PROVIDER_C)
+    provider = tmp_path / "libprefixed_provider.so"
+    gcc(
+        "-shared", "-fPIC", "-include", str(rename_header), *config.flags,
+        f"-DPREFIXED_STABLE_THING={config.prefixed('torch_stable_thing')}",
+        str(source), "-o", str(provider),
+    )  # fmt: skip
+    out = tmp_path / f"blob.{engine}.so"
+    rewrite_blob_file(built["blob"], out, config, engine=engine)
+    proc = load_and_call(out, provider, built["dir"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "40"]
+    # Negative control: the original blob does not bind to the prefixed provider.
+    proc = load_and_call(built["blob"], provider, built["dir"])
+    assert proc.returncode != 0 and "undefined symbol: " in proc.stderr
+    assert config.prefix not in proc.stderr.rsplit("undefined symbol: ", 1)[1]
+
+
+def test_patch_engine_moves_no_original_byte(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    from elftools.elf.elffile import ELFFile
+
+    out = tmp_path / "patched.so"
+    rewrite_blob_file(built["blob"], out, config, engine="patch")
+    before, after = built["blob"].read_bytes(), out.read_bytes()
+    assert after.startswith(before[:64][:16])
+    with built["blob"].open("rb") as handle:
+        for section in ELFFile(handle).iter_sections():
+            if section.name in (".text", ".rodata", ".data", ".gnu.hash", ".rela.dyn", ".got"):
+                start, size = section["sh_offset"], section["sh_size"]
+                assert after[start : start + size] == before[start : start + size], section.name
+
+
+def test_patch_engine_without_a_spare_program_header(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig
+) -> None:
+    blob = tmp_path / "nonote.so"
+    gcc("-shared", "-fPIC", str(built["dir"] / "blob.c"), "-o", str(blob), "-Wl,--build-id=none")
+    with pytest.raises(ShimkitError, match=r"no spare PT_NOTE.*--engine lief"):
+        rewrite_blob_file(blob, tmp_path / "o.so", config, engine="patch")
+    assert not (tmp_path / "o.so").exists()
+    rewrite_blob_file(blob, tmp_path / "o.so", config, engine="lief")
+    verify_prefixed_blob(read_blob_info(tmp_path / "o.so"), config)

@@ -1,11 +1,13 @@
 """Rewrite a prebuilt blob (.so, or the blobs in a .pt2) to import prefixed shim names.
 
-With LIEF: rename UNDEFINED shim-family imports (and the few other C shim
-names in the header's list) to their prefixed names, drop NEEDED
-libtorch*/libc10*, clear PF_X on PT_GNU_STACK. Only undefined symbols can be
-renamed safely (the GNU hash table covers defined ones), so a blob that
-defines shim symbols is refused, as is one that imports versioned shim
-symbols (the version binds them to one provider). The result is re-read and
+Rename UNDEFINED shim-family imports (and the few other C shim names in the
+header's list) to their prefixed names, drop NEEDED libtorch*/libc10*, clear
+PF_X on PT_GNU_STACK. Two engines: "patch" (default; `shimkit.aot.elfpatch`,
+append-only, moves no byte of the original) and "lief" (LIEF's builder; it
+re-lays out the file, which broke a torch 2.11 blob built by binutils 2.42).
+Only undefined symbols can be renamed safely (the GNU hash table covers
+defined ones), so a blob that defines shim symbols is refused, as is one that
+imports versioned shim symbols (the version binds them to one provider). The result is re-read and
 verified before it is moved into place.
 """
 
@@ -21,6 +23,7 @@ from shimkit.aot.blobinfo import (
     parse_blob_info,
     verify_prefixed_blob,
 )
+from shimkit.aot.elfpatch import PatchError, patch_blob
 from shimkit.aot.outputs import check_output, staged_output
 from shimkit.aot.pt2 import is_zip, rewrite_blobs
 from shimkit.config import ShimConfig
@@ -53,29 +56,9 @@ def _needs_rename(name: str, config: ShimConfig, names: frozenset[str]) -> bool:
     return config.is_family(name) or (name in names and not name.startswith(config.prefix))
 
 
-def rewrite_blob_bytes(
-    data: bytes, location: str, config: ShimConfig, names: frozenset[str] = frozenset()
+def _rewrite_with_lief(
+    data: bytes, location: str, config: ShimConfig, names: frozenset[str]
 ) -> tuple[bytes, BlobRewrite]:
-    """The rewritten image of the blob in `data`; refuses blobs it cannot rewrite safely."""
-    before = parse_blob_info(data, location)  # validates ELF-ness and structure first
-    defined = sorted(
-        s.name for s in before.symbols if s.defined and _needs_rename(s.name, config, names)
-    )
-    if defined:
-        raise ShimkitError(
-            f"{location}: defines shim symbol(s) {', '.join(defined[:3])}: it is a shim "
-            "provider, not a blob; rename its sources with the rename header instead"
-        )
-    versioned = sorted(
-        f"{s.name}@{s.version}"
-        for s in before.symbols
-        if s.version and _needs_rename(s.name, config, names)
-    )
-    if versioned:
-        raise ShimkitError(
-            f"{location}: imports versioned shim symbol(s) {', '.join(versioned[:3])}: "
-            "renaming would break the version binding; rebuild it with shimkit compile"
-        )
     lief = _import_lief()
     binary = lief.ELF.parse(list(data))
     if binary is None:
@@ -98,7 +81,59 @@ def rewrite_blob_bytes(
             record.cleared_exec_stack = True
     builder = lief.ELF.Builder(binary)
     builder.build()
-    out = bytes(builder.get_build())
+    return bytes(builder.get_build()), record
+
+
+ENGINES = ("patch", "lief")
+
+
+def rewrite_blob_bytes(
+    data: bytes,
+    location: str,
+    config: ShimConfig,
+    names: frozenset[str] = frozenset(),
+    engine: str = "patch",
+) -> tuple[bytes, BlobRewrite]:
+    """The rewritten image of the blob in `data`; refuses blobs it cannot rewrite safely."""
+    before = parse_blob_info(data, location)  # validates ELF-ness and structure first
+    defined = sorted(
+        s.name for s in before.symbols if s.defined and _needs_rename(s.name, config, names)
+    )
+    if defined:
+        raise ShimkitError(
+            f"{location}: defines shim symbol(s) {', '.join(defined[:3])}: it is a shim "
+            "provider, not a blob; rename its sources with the rename header instead"
+        )
+    versioned = sorted(
+        f"{s.name}@{s.version}"
+        for s in before.symbols
+        if s.version and _needs_rename(s.name, config, names)
+    )
+    if versioned:
+        raise ShimkitError(
+            f"{location}: imports versioned shim symbol(s) {', '.join(versioned[:3])}: "
+            "renaming would break the version binding; rebuild it with shimkit compile"
+        )
+    if engine == "lief":
+        out, record = _rewrite_with_lief(data, location, config, names)
+    elif engine == "patch":
+        try:
+            patched = patch_blob(
+                data,
+                lambda name: config.prefixed(name) if _needs_rename(name, config, names) else None,
+                lambda library: library.startswith(LIBTORCH_NEEDED_PREFIXES),
+            )
+        except PatchError as exc:
+            raise ShimkitError(f"{location}: cannot patch: {exc} (try --engine lief)") from None
+        out = patched.data
+        record = BlobRewrite(
+            member=None,
+            renamed=patched.renamed,
+            dropped_needed=patched.dropped_needed,
+            cleared_exec_stack=patched.cleared_exec_stack,
+        )
+    else:
+        raise ShimkitError(f"unknown rewrite engine {engine!r} (patch or lief)")
     after = parse_blob_info(out, f"{location} (rewritten)")
     verify_prefixed_blob(after, config, names)
     record.info = after
@@ -111,6 +146,7 @@ def rewrite_blob_file(
     config: ShimConfig,
     names: frozenset[str] = frozenset(),
     overwrite: bool = False,
+    engine: str = "patch",
 ) -> list[BlobRewrite]:
     """Rewrite a .so or .pt2 at `source` into `output` (atomically; may equal source)."""
     if not source.is_file():
@@ -121,7 +157,9 @@ def rewrite_blob_file(
     if is_zip(source):
 
         def transform(member: str, data: bytes) -> bytes:
-            rewritten, record = rewrite_blob_bytes(data, f"{source}:{member}", config, names)
+            rewritten, record = rewrite_blob_bytes(
+                data, f"{source}:{member}", config, names, engine
+            )
             record.member = member
             records.append(record)
             return rewritten
@@ -136,7 +174,7 @@ def rewrite_blob_file(
         raise ShimkitError(f"{source}: cannot read: {exc.strerror}") from None
     if magic != ELF_MAGIC:
         raise ShimkitError(f"{source}: neither an ELF shared object nor a .pt2 zip")
-    rewritten, record = rewrite_blob_bytes(source.read_bytes(), str(source), config, names)
+    rewritten, record = rewrite_blob_bytes(source.read_bytes(), str(source), config, names, engine)
     with staged_output(output) as temp:
         temp.write_bytes(rewritten)
         temp.chmod(source.stat().st_mode & 0o777)

@@ -23,6 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     target.add_argument("--in-place", action="store_true", help="replace BLOB itself (atomically)")
     parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    parser.add_argument(
+        "--engine",
+        choices=("patch", "lief"),
+        default="patch",
+        help="patch: append-only, moves no original byte (default); lief: LIEF's builder",
+    )
 
 
 def default_output(source: Path) -> Path:
@@ -47,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     output = (
         source if args.in_place else Path(args.output) if args.output else default_output(source)
     )
-    records = rewrite_blob_file(source, output, config, shim_name_set(), overwrite=args.force)
+    records = rewrite_blob_file(
+        source, output, config, shim_name_set(), overwrite=args.force, engine=args.engine
+    )
     for record in records:
         where = f"{output}:{record.member}" if record.member else str(output)
         stack = ", cleared exec stack" if record.cleared_exec_stack else ""
