@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -367,9 +366,15 @@ int shimkit_model_load(const void* bytes, size_t size, shimkit_model** out) {
 
 int shimkit_model_load_file(const char* path, shimkit_model** out) {
   try {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot open");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::streamoff size = in.tellg();
+    if (size < 0) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot size");
+    std::vector<char> bytes(static_cast<size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(bytes.data(), size)) {
+      return fail(SHIMKIT_E_IO, std::string(path) + ": cannot read");
+    }
     const int rc = load(bytes.data(), bytes.size(), out);
     if (rc != SHIMKIT_OK) g_error = std::string(path) + ": " + g_error;
     return rc;
