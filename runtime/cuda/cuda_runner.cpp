@@ -187,16 +187,18 @@ struct Handles {
 int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_model** out) {
   if (out == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null output pointer");
   *out = nullptr;
+  // Blob problems first (they hold on any machine), then the device.
   const Environment& env = environment();
-  if (env.code != SHIMKIT_OK) return fail(env.code, env.error);
+  if (env.code == SHIMKIT_E_PROVIDER) return fail(env.code, env.error);
+  const int checked = check_blob(bytes, size);
+  if (checked != SHIMKIT_OK) return checked;
+  if (env.code != SHIMKIT_OK) return fail(env.code, "CUDA unavailable: " + env.error);
   const int32_t count = shimkit_cuda_device_count();
   if (device_index < 0 || device_index >= count) {
     return fail(SHIMKIT_E_DEVICE, "CUDA device index " + std::to_string(device_index) +
                                       " out of range: " + std::to_string(count) +
                                       " device(s) present");
   }
-  const int checked = check_blob(bytes, size);
-  if (checked != SHIMKIT_OK) return checked;
   auto model = std::make_unique<shimkit_cuda_model>();
   model->device = device_index;
   std::string error;

@@ -39,6 +39,9 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self,
                                                           const int64_t* strides_ptr,
                                                           AtenTensorHandle* ret_new_tensor);
 
+// Zero-fills a tensor (CPU or CUDA).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor);
+
 // CUDA fallback ops: float32 matmuls through cuBLAS; the rest on the host
 // through the CPU shims (correct, not fast; see docs/cuda.md).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out,
@@ -72,6 +75,8 @@ SHIMKIT_EXPORT const char* shimkit_cuda_unavailable_reason(void);
 // Bytes parked in the caching allocator, and giving them back to the driver.
 SHIMKIT_EXPORT size_t shimkit_cuda_cached_bytes(void);
 SHIMKIT_EXPORT void shimkit_cuda_empty_cache(void);
+// Waits for the calling thread's current stream on `device_index`.
+SHIMKIT_EXPORT AOTITorchError shimkit_cuda_synchronize(int32_t device_index);
 
 #ifdef __cplusplus
 }  // extern "C"

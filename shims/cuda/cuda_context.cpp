@@ -296,6 +296,25 @@ SlimTensor upload(const SlimTensor& h, int32_t device_index) {
   return d;
 }
 
+void zero(const SlimTensor& t) {
+  if (!t.defined() || t.numel() == 0) return;
+  if (is_dense(t)) {
+    const size_t bytes = static_cast<size_t>(t.numel()) * t.itemsize();
+    if (is_cuda(t)) {
+      check(require_runtime().memset_async(t.data_ptr(), 0, bytes, current_stream(t.device_index())),
+            "cudaMemsetAsync");
+    } else {
+      std::memset(t.data_ptr(), 0, bytes);
+    }
+    return;
+  }
+  // Gaps between elements stay untouched: zero a dense copy, then scatter it.
+  SlimTensor zeros = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
+                                       device::kCPU, -1);
+  std::memset(zeros.data_ptr(), 0, static_cast<size_t>(t.numel()) * t.itemsize());
+  copy_tensor(t, zeros);
+}
+
 void copy_tensor(const SlimTensor& dst, const SlimTensor& src) {
   if (dst.sizes() != src.sizes()) throw ShimError("copy between tensors of different sizes");
   if (!is_cuda(dst) && !is_cuda(src)) {

@@ -65,6 +65,10 @@ SlimTensor host_mirror(const SlimTensor& t);
 // values.
 SlimTensor upload(const SlimTensor& h, int32_t device_index);
 
+// Sets every element of t to zero (memset on the current stream for dense
+// CUDA tensors, element by element otherwise).
+void zero(const SlimTensor& t);
+
 // Stream-synchronises the current stream of `device_index`.
 void synchronize(int32_t device_index);
 

@@ -111,6 +111,13 @@ size_t shimkit_cuda_cached_bytes(void) { return cu::cached_bytes(); }
 
 void shimkit_cuda_empty_cache(void) { cu::empty_cache(); }
 
+AOTITorchError shimkit_cuda_synchronize(int32_t device_index) {
+  return SHIMKIT_GUARD({
+    cu::check_device_index(device_index);
+    cu::synchronize(device_index);
+  });
+}
+
 AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
                                         const int64_t* strides_ptr, int32_t dtype,
                                         int32_t device_type, int32_t device_index,

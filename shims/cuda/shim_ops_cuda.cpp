@@ -142,6 +142,10 @@ AtenTensorHandle upload_result(AtenTensorHandle host_result, int32_t device_inde
 
 extern "C" {
 
+AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor) {
+  return SHIMKIT_CUDA_GUARD({ cu::zero(as_tensor(tensor)); });
+}
+
 AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                       AtenTensorHandle mat2) {
   return SHIMKIT_CUDA_GUARD({

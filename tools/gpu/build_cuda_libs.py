@@ -1,0 +1,165 @@
+"""Build the slim CUDA shim library and the CUDA runner without Bazel.
+
+The GPU machine has a compiler but no Bazel, and a library built here may not
+run there, so both sides build from the same sources with this script (CI
+builds them with Bazel too: //shims/cuda, //runtime/cuda). Standard library
+only; the prefix comes from rules/shim_symbol_prefix.bzl through
+shimkit.config (needs starlark-pyo3) unless --unprefixed (the lint negative
+control).
+
+    python3 tools/gpu/build_cuda_libs.py OUT_DIR [--unprefixed] [--cxx g++]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIM_SOURCES = [
+    "shims/cuda/cuda_api.cpp",
+    "shims/cuda/cuda_context.cpp",
+    "shims/cuda/shim_core_cuda.cpp",
+    "shims/cuda/shim_ops_cuda.cpp",
+    "shims/shim_conv.cpp",
+    "shims/shim_ops_cpu.cpp",
+    "shims/shim_sort.cpp",
+    "shims/slim_tensor.cpp",
+]
+RUNNER_SOURCES = [
+    "runtime/cuda/cuda_runner.cpp",
+    "runtime/elf_imports.cpp",
+    "runtime/temp_blob_file.cpp",
+]
+SHIMS_LIB = "libshimkit_cuda_shims.so"
+RUNNER_LIB = "libshimkit_cuda_runtime.so"
+CBLAS_FALLBACK = ROOT / "tools" / "gpu" / "cblas_fallback"
+
+
+class BuildError(Exception):
+    pass
+
+
+def prefix_flags(unprefixed: bool) -> tuple[list[str], str]:
+    """(-D flags, prefix) from the single source of truth."""
+    if unprefixed:
+        return [], ""
+    sys.path.insert(0, str(ROOT / "lint"))
+    from shimkit.config import load_config
+
+    config = load_config(ROOT / "rules" / "shim_symbol_prefix.bzl")
+    return list(config.flags), config.prefix
+
+
+def have_openblas(cxx: str) -> bool:
+    probe = subprocess.run(
+        [cxx, "-x", "c++", "-", "-fsyntax-only"],
+        input="#include <cblas.h>\n",
+        text=True,
+        capture_output=True,
+    )
+    return probe.returncode == 0 and bool(
+        subprocess.run(["sh", "-c", "ldconfig -p | grep -q libopenblas"]).returncode == 0
+    )
+
+
+def run(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"{' '.join(cmd)}\n{done.stdout}{done.stderr}")
+
+
+def build(
+    out: Path,
+    unprefixed: bool = False,
+    cxx: str = "g++",
+    jobs: int = 4,
+    cblas_fallback: bool = False,
+) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    gen = out / "gen" / "shims" / "cuda"
+    gen.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "shims" / "shim_core.cpp", gen / "shim_core_host.inc")
+    flags, prefix = prefix_flags(unprefixed)
+    blas_include: list[str] = []
+    blas_link = ["-lopenblas"]
+    extra_objects: list[str] = []
+    if cblas_fallback or not have_openblas(cxx):
+        # The GPU image has no OpenBLAS: the CPU fallbacks get a plain sgemm.
+        blas_include = ["-I", str(CBLAS_FALLBACK)]
+        blas_link = []
+        extra_objects = [str(CBLAS_FALLBACK / "cblas_fallback.cpp")]
+    common = [cxx, "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
+    common += ["-I", str(ROOT), "-I", str(out / "gen"), *blas_include, *flags]
+
+    def compile_one(src: str) -> str:
+        obj = out / "obj" / (src.replace("/", "_") + ".o")
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        path = src if src.startswith("/") else str(ROOT / src)
+        run([*common, "-c", path, "-o", str(obj)])
+        return str(obj)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        shim_objs = list(pool.map(compile_one, SHIM_SOURCES + extra_objects))
+        runner_objs = list(pool.map(compile_one, RUNNER_SOURCES))
+    lds = out / "cuda_shims.lds"
+    lds.write_text(
+        f"{{ global: {prefix}aoti_*; {prefix}torch_*; shimkit_*; local: *; }};\n"
+        if prefix
+        else "{ global: aoti_*; torch_*; shimkit_*; local: *; };\n"
+    )
+    shims = out / SHIMS_LIB
+    run(
+        [
+            cxx,
+            "-shared",
+            "-o",
+            str(shims),
+            *shim_objs,
+            f"-Wl,--version-script={lds}",
+            "-Wl,-z,noexecstack",
+            "-ldl",
+            *blas_link,
+        ]
+    )
+    runner = out / RUNNER_LIB
+    run(
+        [
+            cxx,
+            "-shared",
+            "-o",
+            str(runner),
+            *runner_objs,
+            f"-L{out}",
+            "-lshimkit_cuda_shims",
+            "-Wl,-rpath,$ORIGIN",
+            "-Wl,-z,noexecstack",
+            "-ldl",
+        ]
+    )
+    return {"shims": shims, "runner": runner}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--unprefixed", action="store_true")
+    parser.add_argument("--cxx", default="g++")
+    parser.add_argument("--cblas-fallback", action="store_true", help="never use OpenBLAS")
+    args = parser.parse_args(argv)
+    try:
+        built = build(args.out, args.unprefixed, args.cxx, cblas_fallback=args.cblas_fallback)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 1
+    for path in built.values():
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The whole GPU experiment, one command on the H200 machine (see docs/cuda.md).
+
+    python3 tools/gpu/cuda_experiment.py OUT_DIR
+
+Every step runs in its own subprocess with a time limit (torch's runner once
+segfaulted there); its output goes to OUT_DIR/logs/<step>.log and its
+results to OUT_DIR/<step>.json; OUT_DIR/summary.json collects them.
+Needs: python3 with torch (CUDA) and numpy, g++, and the wheels in
+tools/gpu/wheels (starlark-pyo3, pyelftools), which are unpacked, not
+installed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import glob
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT / "tools" / "gpu"
+
+
+def nvidia_lib_dirs() -> list[str]:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    site = Path(next(iter(spec.submodule_search_locations))).parent
+    dirs = {
+        str(Path(p).parent)
+        for p in glob.glob(str(site / "nvidia" / "**" / "lib*.so*"), recursive=True)
+    }
+    dirs.add(str(site / "torch" / "lib"))
+    return sorted(dirs)
+
+
+def unpack_wheels(target: Path) -> list[str]:
+    target.mkdir(parents=True, exist_ok=True)
+    names = []
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    for wheel in sorted((GPU / "wheels").glob("*.whl")):
+        if "-py3-none-" not in wheel.name and f"-{tag}-" not in wheel.name:
+            continue  # built for another Python
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(target)
+        names.append(wheel.name)
+    return names
+
+
+def step(
+    name: str, argv: list[str], out: Path, env: dict[str, str], timeout: int
+) -> dict[str, object]:
+    log = out / "logs" / f"{name}.log"
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=GPU
+        )
+        rc: int | str = proc.returncode
+        text = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc = "timeout"
+        text = f"{exc.stdout or ''}{exc.stderr or ''}"
+        text = text if isinstance(text, str) else repr(text)
+    log.write_text(f"$ {' '.join(argv)}\n{text}\nrc={rc}\n")
+    return {"rc": rc, "seconds": round(time.perf_counter() - start, 1), "log": str(log.name)}
+
+
+def main() -> int:
+    out = Path(sys.argv[1]).resolve()
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    work = Path("/tmp/shimkit-gpu")
+    blobs, build, deps = work / "blobs", work / "build", work / "pydeps"
+    blobs.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, object] = {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "python": platform.python_version(),
+        "wheels": unpack_wheels(deps),
+    }
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "lint"), str(deps), str(GPU)])
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([*nvidia_lib_dirs(), env.get("LD_LIBRARY_PATH", "")])
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
+    env["SHIMKIT_CONFIG"] = str(ROOT / "rules" / "shim_symbol_prefix.bzl")
+    py = sys.executable
+    try:
+        info = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
+        gpu = info.stdout.strip() or info.stderr.strip()
+    except OSError as exc:
+        gpu = f"no nvidia-smi: {exc}"
+    summary["gpu"] = gpu
+    summary["cpu"] = subprocess.run(
+        ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    steps: dict[str, object] = {}
+    # Build the libraries while the four models compile.
+    jobs = {
+        "build": [py, str(GPU / "build_cuda_libs.py"), str(build)],
+        **{
+            f"compile_{case}": [py, str(GPU / "step_compile.py"), case, str(blobs)]
+            for case in ("mlp", "convnet", "mlp_default", "mlp_cpu")
+        },
+    }
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {
+            name: pool.submit(step, name, argv, out, env, 300) for name, argv in jobs.items()
+        }
+        for name, fut in futures.items():
+            steps[name] = fut.result()
+    steps["slim"] = step(
+        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 180
+    )
+    env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
+    steps["slim_nocache"] = step(
+        "slim_nocache",
+        [
+            py,
+            "step_slim.py",
+            str(build),
+            str(blobs),
+            str(out / "slim_nocache.json"),
+            "--bench-only",
+        ],
+        out,
+        env_nocache,
+        120,
+    )
+    steps["probe"] = step(
+        "probe",
+        [py, "step_probe.py", str(build), str(blobs), str(out / "probe.json")],
+        out,
+        env,
+        180,
+    )
+    steps["torch_runner"] = step(
+        "torch_runner",
+        [py, "step_torch_runner.py", str(blobs), str(out / "torch_runner.json")],
+        out,
+        env,
+        180,
+    )
+    summary["steps"] = steps
+    for name in ("slim", "slim_nocache", "probe", "torch_runner"):
+        path = out / f"{name}.json"
+        if path.exists():
+            summary[name] = json.loads(path.read_text())
+    for case in ("mlp", "convnet", "mlp_default", "mlp_cpu"):
+        path = blobs / f"compile_{case}.json"
+        if path.exists():
+            (out / path.name).write_text(path.read_text())
+            data = json.loads(path.read_text())
+            summary[f"compile_{case}"] = {
+                "seconds": data["compile_seconds"],
+                "problems": data["problems"],
+                "shim_imports": [len(b["shim_imports"]) for b in data["blobs"].values()],
+                "needed": [b["needed"] for b in data["blobs"].values()],
+            }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""GPU experiment step: run the prefixed CUDA blobs through the slim runtime.
+
+No torch in this process: numpy, ctypes and the slim libraries only.
+
+    python3 step_slim.py BUILD_DIR BLOB_DIR OUT_JSON [--bench-only]
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import slim_cuda
+
+ITERATIONS = {"mlp": 2000, "convnet": 200}
+
+
+def compare(got: list[np.ndarray], ref: np.lib.npyio.NpzFile) -> dict[str, object]:
+    expected = [ref[f"out{i}"] for i in range(len(got))]
+    diffs = [
+        float(np.max(np.abs(g - e))) if g.size else 0.0 for g, e in zip(got, expected, strict=True)
+    ]
+    ok = all(
+        g.shape == e.shape and np.allclose(g, e, rtol=1e-4, atol=1e-4)
+        for g, e in zip(got, expected, strict=True)
+    )
+    return {"match": ok, "max_abs_diff": max(diffs) if diffs else 0.0}
+
+
+def expect_error(rt: slim_cuda.Runtime, blob: bytes, device: int, status: str) -> dict[str, object]:
+    try:
+        model = rt.load(blob, device)
+    except slim_cuda.SlimCudaError as exc:
+        return {"ok": exc.status == status, "got": str(exc)}
+    model.free()
+    return {"ok": False, "got": "loaded"}
+
+
+def main() -> int:
+    build, blobs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    bench_only = "--bench-only" in sys.argv
+    rt = slim_cuda.Runtime(build / "libshimkit_cuda_runtime.so")
+    report: dict[str, object] = {
+        "devices": rt.device_count(),
+        "unavailable_reason": rt.unavailable_reason(),
+    }
+    for case in ("mlp", "convnet"):
+        so = blobs / f"{case}.so"
+        if not so.exists():
+            report[case] = {"error": "no blob (compile step failed)"}
+            continue
+        ref = np.load(blobs / f"{case}.npz")
+        inputs = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
+        entry: dict[str, object] = {}
+        try:
+            start = time.perf_counter()
+            model = rt.load(so.read_bytes(), 0)
+            outs = model.run(inputs)
+            entry["cold_load_and_first_run_ms"] = round((time.perf_counter() - start) * 1e3, 2)
+            entry.update(compare(outs, ref))
+            model.bench(inputs, 20)  # warm up
+            entry["us_per_run"] = round(model.bench(inputs, ITERATIONS[case]) / 1e3, 2)
+            entry["iterations"] = ITERATIONS[case]
+            entry["cached_bytes_after"] = rt.cached_bytes()
+            model.free()
+        except slim_cuda.SlimCudaError as exc:
+            entry["error"] = str(exc)
+        report[case] = entry
+    if not bench_only:
+        controls: dict[str, object] = {}
+        mlp = (blobs / "mlp.so").read_bytes() if (blobs / "mlp.so").exists() else b""
+        if mlp:
+            controls["device_index_out_of_range"] = expect_error(rt, mlp, 7, "SHIMKIT_E_DEVICE")
+            controls["negative_device_index"] = expect_error(rt, mlp, -1, "SHIMKIT_E_DEVICE")
+            controls["truncated_blob"] = expect_error(rt, mlp[:4096], 0, "SHIMKIT_E_BAD_BLOB")
+        if (blobs / "mlp_cpu.so").exists():
+            controls["cpu_blob_on_cuda"] = expect_error(
+                rt, (blobs / "mlp_cpu.so").read_bytes(), 0, "SHIMKIT_E_DEVICE"
+            )
+        if (blobs / "mlp_default.so").exists():
+            controls["unprefixed_blob"] = expect_error(
+                rt, (blobs / "mlp_default.so").read_bytes(), 0, "SHIMKIT_E_MISSING_SHIM"
+            )
+        report["controls"] = controls
+        bandwidth: dict[str, object] = {}
+        for label, pinned in (("pinned", True), ("pageable", False)):
+            try:
+                bandwidth[f"{label}_gb_per_s"] = round(rt.h2d_bandwidth(256 << 20, pinned, 0, 5), 2)
+            except slim_cuda.SlimCudaError as exc:
+                bandwidth[f"{label}_error"] = str(exc)
+        if "pinned_gb_per_s" in bandwidth and "pageable_gb_per_s" in bandwidth:
+            bandwidth["ratio"] = round(
+                float(bandwidth["pinned_gb_per_s"]) / float(bandwidth["pageable_gb_per_s"]), 2
+            )
+        bandwidth["bytes"] = 256 << 20
+        report["h2d_bandwidth"] = bandwidth
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out.write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
