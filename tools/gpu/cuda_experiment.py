@@ -116,7 +116,7 @@ def main() -> int:
     }
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
-            name: pool.submit(step, name, argv, out, env, 300) for name, argv in jobs.items()
+            name: pool.submit(step, name, argv, out, env, 240) for name, argv in jobs.items()
         }
         for name, fut in futures.items():
             steps[name] = fut.result()
@@ -136,7 +136,7 @@ def main() -> int:
         ],
         out,
         env_nocache,
-        120,
+        40,
     )
     steps["probe"] = step(
         "probe",
