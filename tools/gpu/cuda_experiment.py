@@ -121,7 +121,7 @@ def main() -> int:
         for name, fut in futures.items():
             steps[name] = fut.result()
     steps["slim"] = step(
-        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 180
+        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 60
     )
     env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
     steps["slim_nocache"] = step(
@@ -143,14 +143,14 @@ def main() -> int:
         [py, "step_probe.py", str(build), str(blobs), str(out / "probe.json")],
         out,
         env,
-        180,
+        70,
     )
     steps["torch_runner"] = step(
         "torch_runner",
         [py, "step_torch_runner.py", str(blobs), str(out / "torch_runner.json")],
         out,
         env,
-        180,
+        70,
     )
     summary["steps"] = steps
     for name in ("slim", "slim_nocache", "probe", "torch_runner"):
