@@ -111,9 +111,16 @@ def main() -> int:
         "build": [py, str(GPU / "build_cuda_libs.py"), str(build)],
         **{
             f"compile_{case}": [py, str(GPU / "step_compile.py"), case, str(blobs)]
-            for case in ("mlp", "convnet", "mlp_default", "mlp_cpu")
+            for case in ("mlp", "convnet", "mlp_default")
         },
     }
+    # The wrong-device control: a prefixed CPU blob (tools/gpu/fixtures, from
+    # the CPU tests' cache) unless a CPU compile is asked for.
+    fixture = GPU / "fixtures" / "mlp_cpu.so"
+    if fixture.exists() and "--compile-cpu" not in sys.argv:
+        (blobs / "mlp_cpu.so").write_bytes(fixture.read_bytes())
+    else:
+        jobs["compile_mlp_cpu"] = [py, str(GPU / "step_compile.py"), "mlp_cpu", str(blobs)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
             name: pool.submit(step, name, argv, out, env, 240) for name, argv in jobs.items()
