@@ -91,3 +91,42 @@ def test_reused_input_array_is_read_afresh(cases) -> None:
         x.shape = (16, 4)
         with pytest.raises(ShimkitError, match="expected shape"):
             model(x)
+
+
+def test_concurrent_calls_from_threads(cases) -> None:
+    """One model shared by threads (each with its own inputs), and one model per
+    thread: every result right. (Without Model's lock, threads overwrite each
+    other's descriptors while the GIL is released: this test then fails.)"""
+    import threading
+
+    mlp, topk = cases["mlp"], cases["topk"]
+    shared = rt.load(mlp.pt2)
+    inputs = [mlp.inputs[0] * (1.0 + i) for i in range(4)]
+    wanted = [shared(x)[0] for x in inputs]  # serial reference
+    failures: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            own = rt.load(topk.pt2)
+            for _ in range(100):
+                np.testing.assert_array_equal(shared(inputs[i])[0], wanted[i])
+                _assert_matches(own(*topk.inputs), topk.expected)
+            own.close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    shared.close()
+    assert not failures, failures[0]
+
+
+def test_closed_model_is_a_clear_error(cases) -> None:
+    model = rt.load(cases["mlp"].pt2)
+    model.close()
+    model.close()  # idempotent
+    with pytest.raises(ShimkitError, match="model is closed"):
+        model(*cases["mlp"].inputs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ class Model:
     def __init__(self, source: BlobSource, variant: str = "release", lint: bool = True) -> None:
         self.source = source
         self._handle: ctypes.c_void_p | None = None
+        self._lock = threading.Lock()
         self._rt: RuntimeLib = runtime_lib(variant)
         if lint:
             self._lint()
@@ -192,6 +194,12 @@ class Model:
             stride *= max(array.shape[d], 1)
 
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        # The descriptors are per model and ctypes drops the GIL during the
+        # run: one call at a time per Model (the C side serialises runs too).
+        with self._lock:
+            return self._call(inputs)
+
+    def _call(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         keep_alive = self._prepare(inputs)
         results: list[Any] = []
         outs = self._out
@@ -235,20 +243,22 @@ class Model:
 
     def bench(self, *inputs: Any, iterations: int = 1000) -> float:
         """Mean ns per run of the C run loop alone (no Python in the loop)."""
-        keep_alive = self._prepare(inputs)
-        result = ctypes.c_double()
-        rc = self._rt.lib.shimkit_model_bench(
-            self._handle, self._in, self.num_inputs, iterations, ctypes.byref(result)
-        )
+        with self._lock:
+            keep_alive = self._prepare(inputs)
+            result = ctypes.c_double()
+            rc = self._rt.lib.shimkit_model_bench(
+                self._handle, self._in, self.num_inputs, iterations, ctypes.byref(result)
+            )
         del keep_alive
         if rc != 0:
             raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
         return float(result.value)
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._rt.lib.shimkit_model_free(self._handle)
-            self._handle = None
+        with self._lock:
+            if self._handle is not None:
+                self._rt.lib.shimkit_model_free(self._handle)
+                self._handle = None
 
     def __enter__(self) -> Model:
         return self
