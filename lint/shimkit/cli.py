@@ -15,21 +15,35 @@ from shimkit import __version__
 from shimkit.errors import ShimkitError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
 
-# Subcommand name -> module under shimkit.commands. Order is the help order.
-COMMANDS: dict[str, str] = {
-    "config": "config_cmd",
-    "symbols": "symbols_cmd",
-    "header": "header_cmd",
-    "compile": "compile_cmd",
-    "rewrite": "rewrite_cmd",
-    "lint": "lint_cmd",
-    "gate": "gate_cmd",
-    "run": "run_cmd",
-    "probe": "probe_cmd",
+# Subcommand name -> (module under shimkit.commands, one-line summary for the
+# top-level help). Order is the help order. Only the chosen command's module is
+# imported: several pull in numpy or torch, and start-up time is a feature.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "config": ("config_cmd", "print the effective prefix configuration"),
+    "symbols": ("symbols_cmd", "print dynamic imports/exports (the gate's lock format)"),
+    "lint": ("lint_cmd", "lint ELF files, archives and .pt2/.pte containers"),
+    "gate": ("gate_cmd", "compare shim symbols and violations with a baseline"),
+    "header": ("header_cmd", "generate or --check the rename header"),
+    "compile": ("compile_cmd", "compile a model into a .pt2 with a prefixed blob"),
+    "rewrite": ("rewrite_cmd", "rename a prebuilt blob's shim imports (LIEF)"),
+    "run": ("run_cmd", "run a prefixed blob on the slim CPU runtime"),
+    "probe": ("probe_cmd", "show which library each shim import of a blob binds to"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, without parsing the rest."""
+    args = iter(argv)
+    for token in args:
+        if token == "--config":
+            next(args, None)
+        elif not token.startswith("-"):
+            return token if token in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `argv`, only the subcommand it names gets its arguments."""
     parser = argparse.ArgumentParser(
         prog="shimkit",
         description="Private, prefixed AOTInductor shim ABI: config, lint, gate, AOT helpers.",
@@ -42,16 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module_name in COMMANDS.items():
+    chosen = _chosen_command(argv) if argv is not None else None
+    for name, (module_name, summary) in COMMANDS.items():
+        if argv is not None and name != chosen:
+            sub.add_parser(name, help=summary)
+            continue
         module = importlib.import_module(f"shimkit.commands.{module_name}")
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(name, help=summary, description=module.HELP)
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
