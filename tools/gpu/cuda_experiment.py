@@ -123,7 +123,7 @@ def main() -> int:
         jobs["compile_mlp_cpu"] = [py, str(GPU / "step_compile.py"), "mlp_cpu", str(blobs)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
-            name: pool.submit(step, name, argv, out, env, 240) for name, argv in jobs.items()
+            name: pool.submit(step, name, argv, out, env, 220) for name, argv in jobs.items()
         }
         for name, fut in futures.items():
             steps[name] = fut.result()
