@@ -60,3 +60,11 @@ def test_negative_control_asan_catches_use_after_free(asan_env) -> None:
     assert proc.returncode != 0
     assert "heap-use-after-free" in proc.stderr
     assert "went unnoticed" not in proc.stdout
+
+
+def test_elf_precheck_survives_hostile_blobs_under_asan(cases, asan_env) -> None:
+    proc = _child(asan_env, "hostile", str(cases["mlp"].pt2))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no sanitizer report" in proc.stdout
+    rejected = int(proc.stdout.split("hostile: ")[1].split()[0])
+    assert rejected >= 100  # truncations at least are all refused
