@@ -39,6 +39,10 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self,
                                                           const int64_t* strides_ptr,
                                                           AtenTensorHandle* ret_new_tensor);
 
+// A warning from blob code (AOTI_TORCH_WARN): one line on stderr.
+SHIMKIT_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line,
+                                    const char* msg);
+
 // Zero-fills a tensor (CPU or CUDA).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor);
 

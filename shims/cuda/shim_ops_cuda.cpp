@@ -3,6 +3,7 @@
 // cannot take directly, convolution, topk and sort run on the host through
 // the CPU shims, with the results uploaded in the geometry the CPU op chose
 // (ATen's memory-format rules, channels_last included).
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -141,6 +142,11 @@ AtenTensorHandle upload_result(AtenTensorHandle host_result, int32_t device_inde
 }  // namespace
 
 extern "C" {
+
+void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg) {
+  std::fprintf(stderr, "Warning: %s (%s at %s:%u)\n", msg ? msg : "", func ? func : "?",
+               file ? file : "?", static_cast<unsigned>(line));
+}
 
 AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor) {
   return SHIMKIT_CUDA_GUARD({ cu::zero(as_tensor(tensor)); });

@@ -112,6 +112,7 @@ def main() -> int:
         **{
             f"compile_{case}": [py, str(GPU / "step_compile.py"), case, str(blobs)]
             for case in ("mlp", "convnet", "mlp_default")
+            if case != "mlp_default" or "--no-default" not in sys.argv
         },
     }
     # The wrong-device control: a prefixed CPU blob (tools/gpu/fixtures, from
@@ -123,28 +124,29 @@ def main() -> int:
         jobs["compile_mlp_cpu"] = [py, str(GPU / "step_compile.py"), "mlp_cpu", str(blobs)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {
-            name: pool.submit(step, name, argv, out, env, 220) for name, argv in jobs.items()
+            name: pool.submit(step, name, argv, out, env, 150) for name, argv in jobs.items()
         }
         for name, fut in futures.items():
             steps[name] = fut.result()
     steps["slim"] = step(
-        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 60
+        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 45
     )
-    env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
-    steps["slim_nocache"] = step(
-        "slim_nocache",
-        [
-            py,
-            "step_slim.py",
-            str(build),
-            str(blobs),
-            str(out / "slim_nocache.json"),
-            "--bench-only",
-        ],
-        out,
-        env_nocache,
-        40,
-    )
+    if "--no-nocache" not in sys.argv:
+        env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
+        steps["slim_nocache"] = step(
+            "slim_nocache",
+            [
+                py,
+                "step_slim.py",
+                str(build),
+                str(blobs),
+                str(out / "slim_nocache.json"),
+                "--bench-only",
+            ],
+            out,
+            env_nocache,
+            40,
+        )
     steps["probe"] = step(
         "probe",
         [py, "step_probe.py", str(build), str(blobs), str(out / "probe.json")],
@@ -152,15 +154,19 @@ def main() -> int:
         env,
         70,
     )
-    steps["torch_runner"] = step(
-        "torch_runner",
-        [py, "step_torch_runner.py", str(blobs), str(out / "torch_runner.json")],
-        out,
-        env,
-        70,
-    )
+    for mode in ("forward", "default"):
+        steps[f"torch_runner_{mode}"] = step(
+            f"torch_runner_{mode}",
+            [py, "step_torch_runner.py", str(blobs), str(out / f"torch_runner_{mode}.json"), mode],
+            out,
+            env,
+            40,
+        )
+    for name in ("mlp", "convnet"):
+        if (blobs / f"{name}.so").exists():
+            (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
     summary["steps"] = steps
-    for name in ("slim", "slim_nocache", "probe", "torch_runner"):
+    for name in ("slim", "slim_nocache", "probe", "torch_runner_forward", "torch_runner_default"):
         path = out / f"{name}.json"
         if path.exists():
             summary[name] = json.loads(path.read_text())

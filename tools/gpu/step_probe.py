@@ -11,6 +11,7 @@ blob shows where every shim import bound.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ import slim_cuda
 
 
 def main() -> int:
+    faulthandler.enable()
     build, blobs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     import torch
     from shimkit.config import load_config

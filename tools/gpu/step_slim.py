@@ -7,6 +7,7 @@ No torch in this process: numpy, ctypes and the slim libraries only.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import resource
 import sys
@@ -41,6 +42,7 @@ def expect_error(rt: slim_cuda.Runtime, blob: bytes, device: int, status: str) -
 
 
 def main() -> int:
+    faulthandler.enable()
     build, blobs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     bench_only = "--bench-only" in sys.argv
     rt = slim_cuda.Runtime(build / "libshimkit_cuda_runtime.so")

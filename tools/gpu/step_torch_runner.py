@@ -6,11 +6,12 @@ with shimkit's forwarding library (`<prefix>aoti_torch_x` -> libtorch's
 model. Inputs are CUDA tensors; every call is followed by a synchronize,
 like the slim bench.
 
-    python3 step_torch_runner.py BLOB_DIR OUT_JSON
+    python3 step_torch_runner.py BLOB_DIR OUT_JSON forward|default
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import sys
 import time
@@ -58,7 +59,8 @@ def measure(
 
 
 def main() -> int:
-    blobs, out = Path(sys.argv[1]), Path(sys.argv[2])
+    blobs, out, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    faulthandler.enable()
     import torch
 
     report: dict[str, object] = {"torch": torch.__version__}
@@ -74,7 +76,8 @@ def main() -> int:
             ref = np.load(blobs / f"{case}.npz")
             ins = [torch.from_numpy(ref[k]).cuda() for k in sorted(ref.files) if k.startswith("in")]
             data[case] = (ref, ins)
-    if (blobs / "mlp_default.so").exists() and "mlp" in data:
+    if mode == "default" and (blobs / "mlp_default.so").exists() and "mlp" in data:
+        print("torch runner: default blob", flush=True)
         try:
             ref, ins = data["mlp"]
             report["mlp_default_blob"] = measure(
@@ -83,6 +86,8 @@ def main() -> int:
         except Exception as exc:
             report["mlp_default_blob"] = {"error": f"{type(exc).__name__}: {exc}"}
     try:
+        if mode != "forward":
+            raise RuntimeError("forwarding not asked for")
         from shimkit.aot.forward import build_forwarding_library, load_forwarding_library
         from shimkit.config import load_config
         from shimkit.header import find_torch, shim_names
@@ -95,6 +100,7 @@ def main() -> int:
             if case not in data or not (blobs / f"{case}.so").exists():
                 continue
             ref, ins = data[case]
+            print(f"torch runner: {case} through the forwarding library", flush=True)
             try:
                 report[f"{case}_same_blob"] = measure(
                     torch, make_runner(torch, blobs / f"{case}.so"), ins, ref, ITERATIONS[case]
