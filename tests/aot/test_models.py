@@ -35,7 +35,7 @@ EXPECTED_IMPORT = {
 }
 COMPILED = ["mlp", "convnet", "topk"]
 # (model, rewrite engine): both engines on the MLP; no extra compiles.
-REWRITTEN = [("mlp", "patch"), ("mlp", "lief"), ("topk", "patch")]
+REWRITTEN = [("mlp", "lief"), ("mlp", "patch"), ("topk", "lief")]
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Artifacts:
             self.cache[key] = out
         return self.cache[key]
 
-    def rewritten(self, name: str, engine: str = "patch") -> Path:
+    def rewritten(self, name: str, engine: str = "lief") -> Path:
         key = (f"rewritten-{engine}", name)
         if key not in self.cache:
             from shimkit.cli import main

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from shimkit.aot.blobinfo import parse_blob_info, read_blob_info, verify_prefixed_blob
+from shimkit.aot.elfpatch import patch_blob
 from shimkit.aot.rewrite import ENGINES, rewrite_blob_file
 from shimkit.cli import main
 from shimkit.config import ShimConfig
@@ -24,6 +25,14 @@ extern int aoti_torch_get_numel(AtenTensorHandle, long*);
 extern int torch_stable_thing(void);
 int AOTInductorModelRun(AtenTensorHandle t, long* n) {
   return aoti_torch_get_numel(t, n) + torch_stable_thing();
+}
+"""
+CXX_BLOB = r"""
+#include <string>
+extern "C" int aoti_torch_get_numel(void*, long*);
+extern "C" int AOTInductorModelRun(void* t, long* n) {
+  std::string text = std::to_string(aoti_torch_get_numel(t, n));
+  return (int)text.size() + 1;
 }
 """
 PROVIDER_C = "int aoti_torch_get_numel(void* t, long* n) { (void)t; *n = 1; return 0; }\n"
@@ -65,7 +74,17 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )  # fmt: skip
     provider = work / "provider.so"
     gcc("-shared", "-fPIC", str(work / "provider.c"), "-o", str(provider))
-    return {"blob": blob, "versioned": versioned, "provider": provider, "dir": work}
+    # C++ runtime imports reached only through libtorch (no NEEDED libstdc++ of its own).
+    (work / "cxx.cpp").write_text(CXX_BLOB)
+    subprocess.run(
+        ["g++", "-c", "-fPIC", str(work / "cxx.cpp"), "-o", str(work / "cxx.o")], check=True
+    )
+    cxx = work / "cxx.so"
+    gcc(
+        "-shared", str(work / "cxx.o"), "-o", str(cxx), f"-L{work}", "-Wl,--no-as-needed",
+        "-ltorch_stub",
+    )  # fmt: skip
+    return {"blob": blob, "versioned": versioned, "provider": provider, "cxx": cxx, "dir": work}
 
 
 def fresh_dir(tmp_path: Path, name: str) -> Path:
@@ -263,3 +282,53 @@ def test_patch_engine_without_a_spare_program_header(
     assert not (tmp_path / "o.so").exists()
     rewrite_blob_file(blob, tmp_path / "o.so", config, engine="lief")
     verify_prefixed_blob(read_blob_info(tmp_path / "o.so"), config)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_libstdcxx_is_named_when_libtorch_is_dropped(
+    built: dict[str, Path], tmp_path: Path, config: ShimConfig, rename_header: Path, engine: str
+) -> None:
+    before = read_blob_info(built["cxx"])
+    assert not any(n.startswith("libstdc++") for n in before.needed)  # the premise
+    out = tmp_path / f"cxx.{engine}.so"
+    [record] = rewrite_blob_file(built["cxx"], out, config, engine=engine)
+    assert record.added_needed == ["libstdc++.so.6"]
+    after = read_blob_info(out)
+    assert "libstdc++.so.6" in after.needed
+    assert not [n for n in after.needed if n.startswith("libtorch")]
+    source = tmp_path / "prefixed_provider.c"
+    source.write_text(PREFIXED_PROVIDER_C)
+    provider = tmp_path / "libprefixed_provider.so"
+    gcc(
+        "-shared", "-fPIC", "-include", str(rename_header), *config.flags,
+        "-DPREFIXED_STABLE_THING=unused_stable_thing", str(source), "-o", str(provider),
+    )  # fmt: skip
+    proc = load_and_call(out, provider, built["dir"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "40"]  # len(to_string(0)) + 1, and n
+    # Negative control: the same rewrite without naming libstdc++ cannot load.
+    bare = patch_blob(
+        built["cxx"].read_bytes(),
+        lambda name: config.prefixed(name) if config.is_family(name) else None,
+        lambda library: library.startswith("libtorch"),
+    )
+    unnamed = tmp_path / f"cxx.{engine}.bare.so"
+    unnamed.write_bytes(bare.data)
+    proc = load_and_call(unnamed, provider, built["dir"])
+    assert proc.returncode != 0
+    assert "undefined symbol: _Z" in proc.stderr or "undefined symbol: __gxx" in proc.stderr
+
+
+def test_refuses_blobs_that_import_libtorch_cxx_symbols(tmp_path: Path, config: ShimConfig) -> None:
+    source = tmp_path / "c10user.cpp"
+    source.write_text(
+        "namespace c10 { void report_error(int); }\n"
+        'extern "C" int aoti_torch_get_numel(void*, long*);\n'
+        'extern "C" int AOTInductorModelRun(void* t, long* n) {\n'
+        "  c10::report_error(1);\n  return aoti_torch_get_numel(t, n);\n}\n"
+    )
+    blob = tmp_path / "c10user.so"
+    subprocess.run(["g++", "-shared", "-fPIC", str(source), "-o", str(blob)], check=True)
+    with pytest.raises(ShimkitError, match=r"imports libtorch C\+\+ symbol.*_ZN3c10"):
+        rewrite_blob_file(blob, tmp_path / "o.so", config)
+    assert not (tmp_path / "o.so").exists()

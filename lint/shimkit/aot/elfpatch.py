@@ -1,9 +1,9 @@
 """A minimal, append-only ELF patcher for blob imports (ELF64 little-endian).
 
-Why not rebuild the file (LIEF)? A LIEF round trip, even with no change,
-rewrote code and data layout of a torch 2.11 blob (Ubuntu binutils 2.42,
-static libstdc++) and the result crashed in a static initializer. This
-patcher moves nothing: every original byte stays at its offset and address.
+The alternative to LIEF's builder, which re-lays out the whole file (a
+round trip with no change already rewrites .text and .dynamic). This patcher
+moves nothing: every original byte stays at its offset and address, so the
+result differs from the input only where the rename requires it.
 
 - renamed imports: the new names are appended to a copy of .dynstr placed
   in a new page-aligned region at the end of the file, loaded by a PT_LOAD
@@ -12,7 +12,8 @@ patcher moves nothing: every original byte stays at its offset and address.
   so only the renamed .dynsym entries, DT_STRTAB/DT_STRSZ and the .dynstr
   section header change. Only UNDEFINED symbols may be renamed: hash tables
   index defined ones.
-- dropped NEEDED entries: removed from .dynamic in place, DT_NULL-padded.
+- dropped NEEDED entries: removed from .dynamic in place, DT_NULL-padded;
+  added NEEDED entries (`add_needed`) reuse the freed slots.
 - executable stack: PF_X cleared on PT_GNU_STACK.
 """
 
@@ -112,9 +113,10 @@ def patch_blob(
     rename: Callable[[str], str | None],
     drop_needed: Callable[[str], bool],
     clear_exec_stack: bool = True,
+    add_needed: tuple[str, ...] = (),
 ) -> PatchResult:
     """Rename undefined dynamic symbols (`rename` returns the new name or None),
-    drop matching NEEDED entries and clear the executable-stack flag."""
+    drop matching NEEDED entries, add `add_needed` ones, clear the exec-stack flag."""
     elf = _Elf(data)
     dyn_offset, entries = elf.dynamic()
     tags = {tag: value for tag, value in reversed(entries)}
@@ -134,6 +136,18 @@ def patch_blob(
         raise PatchError(".dynsym's sh_link does not name a section")
     new_table = bytearray(strtab)
     added: dict[str, int] = {}
+
+    def string_offset(text: str) -> int:
+        """Offset of `text` in the (possibly extended) table, appending it if needed."""
+        encoded = text.encode() + b"\0"
+        at = strtab.find(b"\0" + encoded)
+        if at >= 0:
+            return at + 1
+        if text not in added:
+            added[text] = len(new_table)
+            new_table.extend(encoded)
+        return added[text]
+
     sym_offset, sym_count = sym_shdr[4], sym_shdr[5] // _SYM.size
     if sym_offset + sym_count * _SYM.size > len(elf.buf):
         raise PatchError(".dynsym runs past the end of the file")
@@ -146,25 +160,30 @@ def patch_blob(
         new_name = rename(name)
         if new_name is None or new_name == name:
             continue
-        if new_name not in added:
-            added[new_name] = len(new_table)
-            new_table += new_name.encode() + b"\0"
-        _SYM.pack_into(elf.buf, at, added[new_name], st_info, st_other, st_shndx, st_value, st_size)
+        offset = string_offset(new_name)
+        _SYM.pack_into(elf.buf, at, offset, st_info, st_other, st_shndx, st_value, st_size)
         result.renamed.append(name)
 
-    # 2. NEEDED entries: filter in place, pad with DT_NULL.
+    # 2. NEEDED entries: filter in place, add new ones first, pad with DT_NULL.
     kept: list[tuple[int, int]] = []
     for tag, value in entries:
         if tag == DT_NEEDED and drop_needed(_cstr(strtab, value)):
             result.dropped_needed.append(_cstr(strtab, value))
             continue
         kept.append((tag, value))
+    while kept and kept[-1][0] == DT_NULL:
+        kept.pop()
+    kept = [(DT_NEEDED, string_offset(library)) for library in add_needed] + kept
+    if len(kept) + 1 > len(entries):
+        raise PatchError("no free .dynamic slot for a new NEEDED entry")
 
-    if result.renamed:
+    if added:
         loads = [i for i, p in enumerate(elf.phdrs) if p[0] == PT_LOAD]
         notes = [i for i, p in enumerate(elf.phdrs) if p[0] == PT_NOTE and i > max(loads)]
         if not notes:
-            raise PatchError("no spare PT_NOTE program header after the PT_LOADs to map new names")
+            raise PatchError(
+                "no spare PT_NOTE program header after the PT_LOADs to map new strings"
+            )
         alignment = max([0x1000] + [elf.phdrs[i][7] for i in loads])
         end_vaddr = max(elf.phdrs[i][3] + elf.phdrs[i][6] for i in loads)
         new_offset = _align(len(elf.buf), alignment)
@@ -190,8 +209,7 @@ def patch_blob(
         elf.write_shdr(str_index)
         elf.buf += b"\0" * (new_offset - len(elf.buf)) + new_table
 
-    if len(kept) != len(entries):
-        kept += [(DT_NULL, 0)] * (len(entries) - len(kept))
+    kept += [(DT_NULL, 0)] * (len(entries) - len(kept))
     for i, (tag, value) in enumerate(kept):
         _DYN.pack_into(elf.buf, dyn_offset + i * _DYN.size, tag, value)
 

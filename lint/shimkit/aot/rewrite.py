@@ -2,9 +2,9 @@
 
 Rename UNDEFINED shim-family imports (and the few other C shim names in the
 header's list) to their prefixed names, drop NEEDED libtorch*/libc10*, clear
-PF_X on PT_GNU_STACK. Two engines: "patch" (default; `shimkit.aot.elfpatch`,
-append-only, moves no byte of the original) and "lief" (LIEF's builder; it
-re-lays out the file, which broke a torch 2.11 blob built by binutils 2.42).
+PF_X on PT_GNU_STACK. Two engines: "lief" (default; LIEF's builder, which
+re-lays out the file and adds ~60 KB) and "patch" (`shimkit.aot.elfpatch`:
+append-only, moves no byte of the original, adds one page).
 Only undefined symbols can be renamed safely (the GNU hash table covers
 defined ones), so a blob that defines shim symbols is refused, as is one that
 imports versioned shim symbols (the version binds them to one provider). The result is re-read and
@@ -37,6 +37,7 @@ class BlobRewrite:
     member: str | None  # the zip member for a .pt2, None for a bare .so
     renamed: list[str] = field(default_factory=list)
     dropped_needed: list[str] = field(default_factory=list)
+    added_needed: list[str] = field(default_factory=list)
     cleared_exec_stack: bool = False
     info: BlobInfo | None = None
 
@@ -56,8 +57,35 @@ def _needs_rename(name: str, config: ShimConfig, names: frozenset[str]) -> bool:
     return config.is_family(name) or (name in names and not name.startswith(config.prefix))
 
 
+LIBSTDCXX = "libstdc++.so.6"
+# Mangled C++ names in libtorch's namespaces (c10::, at::, torch::), not the C shims.
+TORCH_CXX_PREFIXES = ("_ZN3c10", "_ZNK3c10", "_ZN2at", "_ZNK2at", "_ZN5torch", "_ZNK5torch")
+
+
+def needs_libstdcxx(info: BlobInfo) -> bool:
+    """True if the blob imports C++ runtime symbols but does not NEED libstdc++ itself.
+
+    Such a blob got them through libtorch's dependencies; once NEEDED libtorch
+    is dropped, libstdc++ must be named directly.
+    """
+    if any(name.startswith("libstdc++") for name in info.needed):
+        return False
+    return any(
+        not s.defined
+        and (
+            s.name.startswith(("_Z", "__gxx_personality"))
+            or (s.version or "").startswith(("GLIBCXX", "CXXABI"))
+        )
+        for s in info.symbols
+    )
+
+
 def _rewrite_with_lief(
-    data: bytes, location: str, config: ShimConfig, names: frozenset[str]
+    data: bytes,
+    location: str,
+    config: ShimConfig,
+    names: frozenset[str],
+    add_needed: tuple[str, ...],
 ) -> tuple[bytes, BlobRewrite]:
     lief = _import_lief()
     binary = lief.ELF.parse(list(data))
@@ -73,6 +101,9 @@ def _rewrite_with_lief(
         if str(library).startswith(LIBTORCH_NEEDED_PREFIXES):
             binary.remove_library(library)
             record.dropped_needed.append(str(library))
+    for library in add_needed:
+        binary.add_library(library)
+        record.added_needed.append(library)
     for segment in binary.segments:
         if segment.type == lief.ELF.Segment.TYPE.GNU_STACK and segment.has(
             lief.ELF.Segment.FLAGS.X
@@ -84,7 +115,7 @@ def _rewrite_with_lief(
     return bytes(builder.get_build()), record
 
 
-ENGINES = ("patch", "lief")
+ENGINES = ("lief", "patch")
 
 
 def rewrite_blob_bytes(
@@ -92,7 +123,7 @@ def rewrite_blob_bytes(
     location: str,
     config: ShimConfig,
     names: frozenset[str] = frozenset(),
-    engine: str = "patch",
+    engine: str = "lief",
 ) -> tuple[bytes, BlobRewrite]:
     """The rewritten image of the blob in `data`; refuses blobs it cannot rewrite safely."""
     before = parse_blob_info(data, location)  # validates ELF-ness and structure first
@@ -114,22 +145,34 @@ def rewrite_blob_bytes(
             f"{location}: imports versioned shim symbol(s) {', '.join(versioned[:3])}: "
             "renaming would break the version binding; rebuild it with shimkit compile"
         )
+    torch_cxx = sorted(
+        s.name for s in before.symbols if not s.defined and s.name.startswith(TORCH_CXX_PREFIXES)
+    )
+    if torch_cxx:
+        raise ShimkitError(
+            f"{location}: imports libtorch C++ symbol(s) {', '.join(torch_cxx[:2])}: it needs "
+            "libtorch itself, renaming shims cannot free it; rebuild it with shimkit compile"
+        )
+    drops_libtorch = any(n.startswith(LIBTORCH_NEEDED_PREFIXES) for n in before.needed)
+    add_needed = (LIBSTDCXX,) if drops_libtorch and needs_libstdcxx(before) else ()
     if engine == "lief":
-        out, record = _rewrite_with_lief(data, location, config, names)
+        out, record = _rewrite_with_lief(data, location, config, names, add_needed)
     elif engine == "patch":
         try:
             patched = patch_blob(
                 data,
                 lambda name: config.prefixed(name) if _needs_rename(name, config, names) else None,
                 lambda library: library.startswith(LIBTORCH_NEEDED_PREFIXES),
+                add_needed=add_needed,
             )
         except PatchError as exc:
-            raise ShimkitError(f"{location}: cannot patch: {exc} (try --engine lief)") from None
+            raise ShimkitError(f"{location}: cannot patch: {exc} (use --engine lief)") from None
         out = patched.data
         record = BlobRewrite(
             member=None,
             renamed=patched.renamed,
             dropped_needed=patched.dropped_needed,
+            added_needed=list(add_needed),
             cleared_exec_stack=patched.cleared_exec_stack,
         )
     else:
@@ -146,7 +189,7 @@ def rewrite_blob_file(
     config: ShimConfig,
     names: frozenset[str] = frozenset(),
     overwrite: bool = False,
-    engine: str = "patch",
+    engine: str = "lief",
 ) -> list[BlobRewrite]:
     """Rewrite a .so or .pt2 at `source` into `output` (atomically; may equal source)."""
     if not source.is_file():

@@ -25,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
     parser.add_argument(
         "--engine",
-        choices=("patch", "lief"),
-        default="patch",
-        help="patch: append-only, moves no original byte (default); lief: LIEF's builder",
+        choices=("lief", "patch"),
+        default="lief",
+        help="lief: LIEF's builder (default); patch: append-only, moves no original byte",
     )
 
 
@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         dropped = (
             f", dropped NEEDED {' '.join(record.dropped_needed)}" if record.dropped_needed else ""
         )
-        print(f"{where}: renamed {len(record.renamed)} shim imports{dropped}{stack}")
+        added = f", added NEEDED {' '.join(record.added_needed)}" if record.added_needed else ""
+        print(f"{where}: renamed {len(record.renamed)} shim imports{dropped}{added}{stack}")
     if not any(r.renamed for r in records):
         print(f"{source}: note: no unprefixed shim imports found", file=sys.stderr)
     return 0
