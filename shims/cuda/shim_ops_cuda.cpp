@@ -4,7 +4,9 @@
 // the CPU shims, with the results uploaded in the geometry the CPU op chose
 // (ATen's memory-format rules, channels_last included).
 #include <cstdio>
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -72,6 +74,31 @@ Operand operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     o.ld = static_cast<int>(std::max<int64_t>(cs, 1));
   }
   return o;
+}
+
+// A device vector of at least `n` float ones per device, kept for the process
+// (filled once per growth, so the hot path never synchronises).
+const float* ones_vector(int32_t device, int64_t n) {
+  struct Ones {
+    SlimTensor tensor;
+    int64_t size = 0;
+  };
+  static std::mutex mutex;
+  static auto* per_device = new std::unordered_map<int32_t, Ones>();
+  std::lock_guard<std::mutex> lock(mutex);
+  Ones& ones = (*per_device)[device];
+  if (ones.size < n) {
+    const int64_t size = std::max<int64_t>(n, 1024);
+    std::vector<float> host(static_cast<size_t>(size), 1.0f);
+    const int64_t st = 1;
+    SlimTensor h(shimkit::Storage::borrow(host.data(), host.size() * sizeof(float)), &size, &st, 1,
+                 0, shimkit::dtype::kFloat32, shimkit::device::kCPU, -1);
+    SlimTensor d = cu::empty_device(&size, nullptr, 1, shimkit::dtype::kFloat32, device);
+    cu::copy_tensor(d, h);
+    ones.tensor = d;
+    ones.size = size;
+  }
+  return static_cast<const float*>(ones.tensor.data_ptr());
 }
 
 bool is_f32_cuda(const SlimTensor& t) {
@@ -204,23 +231,14 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
       const int32_t device = o.device_index();
       if (row_bias && beta != 0.0) {
         // out = bias broadcast over rows: the rank-1 product bias[N,1] x ones[1,M].
-        const std::vector<int64_t> ones_size{m};
-        SlimTensor ones = cu::empty_device(ones_size.data(), nullptr, 1, shimkit::dtype::kFloat32,
-                                           device);
-        std::vector<float> host_ones(static_cast<size_t>(m), 1.0f);
-        const std::vector<int64_t> hs{m};
-        const std::vector<int64_t> st{1};
-        SlimTensor h(shimkit::Storage::borrow(host_ones.data(), host_ones.size() * sizeof(float)),
-                     hs.data(), st.data(), 1, 0, shimkit::dtype::kFloat32, shimkit::device::kCPU,
-                     -1);
-        cu::copy_tensor(ones, h);
+        const float* ones = ones_vector(device, m);
         void* handle = blas_handle(device);
         const cu::BlasLibrary& blas = cu::blas_library();
         check_blas(blas.set_stream(handle, cu::current_stream(device)), "cublasSetStream");
         const float one = 1.0f, zero = 0.0f;
         check_blas(blas.sgemm(handle, cu::kOpN, cu::kOpN, static_cast<int>(n), static_cast<int>(m),
                               1, &one, static_cast<const float*>(bias.data_ptr()),
-                              static_cast<int>(n), static_cast<const float*>(ones.data_ptr()), 1,
+                              static_cast<int>(n), ones, 1,
                               &zero, static_cast<float*>(o.data_ptr()), oc.ld),
                    "cublasSgemm (bias)");
       } else if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) {

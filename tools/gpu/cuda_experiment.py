@@ -89,6 +89,8 @@ def main() -> int:
     env["LD_LIBRARY_PATH"] = os.pathsep.join([*nvidia_lib_dirs(), env.get("LD_LIBRARY_PATH", "")])
     env["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
     env["SHIMKIT_CONFIG"] = str(ROOT / "rules" / "shim_symbol_prefix.bzl")
+    if "--reuse-blobs" in sys.argv and (GPU / "fixtures" / "blobs").is_dir():
+        env["SHIMKIT_REUSE_BLOBS"] = str(GPU / "fixtures" / "blobs")
     py = sys.executable
     try:
         info = subprocess.run(
