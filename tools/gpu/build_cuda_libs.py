@@ -20,16 +20,25 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIM_SOURCES = [
+CUDA_SOURCES = [
     "shims/cuda/cuda_api.cpp",
     "shims/cuda/cuda_context.cpp",
     "shims/cuda/shim_core_cuda.cpp",
     "shims/cuda/shim_ops_cuda.cpp",
-    "shims/shim_conv.cpp",
-    "shims/shim_ops_cpu.cpp",
-    "shims/shim_sort.cpp",
-    "shims/slim_tensor.cpp",
 ]
+
+
+def cpu_shim_sources() -> list[str]:
+    """The CPU shim sources the CUDA library compiles unchanged: every shims/*.cpp but the
+    core, which shim_core_cuda.cpp includes (renamed)."""
+    return sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "shims").glob("*.cpp")
+        if p.name != "shim_core.cpp"
+    )
+
+
+SHIM_SOURCES = CUDA_SOURCES + cpu_shim_sources()
 RUNNER_SOURCES = [
     "runtime/cuda/cuda_runner.cpp",
     "runtime/elf_imports.cpp",
