@@ -1,0 +1,105 @@
+"""The CUDA code paths of the slim shims, in CI, against a fake CUDA runtime and cuBLAS.
+
+tests/cuda/fake/ implements the few CUDA runtime and cuBLAS functions the shims
+dlopen, over host memory (plain-loop column-major SGEMM), so allocation,
+caching, pinned memory, copies in every direction and layout, guards,
+streams, the cuBLAS layout logic and the host fallbacks run here and are
+compared with numpy and with the CPU shims. Each scenario runs in a child
+process (the shims read their environment once).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("fake-cuda")
+    built = {}
+    for name in ("fake_cudart", "fake_cublas"):
+        target = out / f"{name}.so"
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O1", str(HERE / "fake" / f"{name}.c"), "-o", str(target)],
+            check=True,
+        )
+        built[name] = target
+    return built
+
+
+def scenario(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str, **env: str
+) -> dict[str, Any]:
+    child_env = dict(os.environ)
+    child_env.update(
+        SHIMKIT_CUDART=str(fakes["fake_cudart"]),
+        SHIMKIT_CUBLAS=str(fakes["fake_cublas"]),
+        FAKE_CUDA_DEVICES="2",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
+    )
+    child_env.update(env)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "fake_scenarios.py"), str(cuda_libs["shims"]), name],
+        capture_output=True,
+        text=True,
+        env=child_env,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_tensors_copies_guards_and_streams(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "basics")
+    assert r["devices"] == 2
+    assert r["roundtrip"] and r["clone_values"] and r["zeroed"]
+    assert r["colmajor_strides"] == [1, 3]
+    assert r["clone_strides"] == [1, 3]  # clone keeps a dense layout's stride order
+    assert r["pinned_host_allocs"] == 1  # empty_strided_pinned is cudaHostAlloc
+    assert "CUDA device index 2 out of range: 2 device(s) present" in r["out_of_range"]
+    assert (r["inside_guard"], r["after_guard"]) == (1, 0)
+    assert (r["stream_inside"], r["stream_after"]) == (0x1234, None)
+
+
+def test_caching_allocator_reuses_blocks(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    cached = scenario(cuda_libs, fakes, "caching")
+    assert cached["mallocs"] == 1 and cached["cached"] == 1024
+    # Negative control: with the cache off every allocation reaches cudaMalloc.
+    uncached = scenario(cuda_libs, fakes, "caching", SHIMKIT_CUDA_CACHING="0")
+    assert uncached["mallocs"] == 10 and uncached["cached"] == 0
+
+
+def test_cublas_layouts_match_numpy(cuda_libs: dict[str, Path], fakes: dict[str, Path]) -> None:
+    r = scenario(cuda_libs, fakes, "matmul")
+    for case, diff in r.items():
+        assert diff < 1e-5, case
+
+
+def test_layout_check_catches_a_wrong_transpose(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # Negative control: a cuBLAS that ignores the transpose flags gives wrong products.
+    r = scenario(cuda_libs, fakes, "matmul", FAKE_CUBLAS_IGNORE_TRANS="1")
+    assert r["mm_wT"] > 1e-2
+
+
+def test_host_fallbacks_match_the_cpu_ops(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "fallbacks")
+    assert (r["conv_cpu_device"], r["conv_cuda_device"]) == (0, 1)
+    assert r["conv_diff"] == 0.0
+    assert r["topk_diff"] == 0.0
