@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shimkit.elf import ElfFormatError, ElfImage, InputError, read_elf
+from shimkit.elf import ElfFormatError, ElfImage, ElfNames, InputError, read_elf
 from shimkit.elf.header import parse_layout
-from shimkit.inputs import iter_images
+from shimkit.elf.names import StringTable, read_names
+from shimkit.elf.reader import read_elf_names_vectorized
+from shimkit.inputs import iter_images, iter_names
 
 from tests.fixtures.build import build_all
 
@@ -49,7 +51,22 @@ def seed(name: str) -> bytes:
     return _DATA[name]
 
 
+def _names_or_error(reader, data: bytes) -> ElfNames | str:  # type: ignore[no-untyped-def]
+    try:
+        return reader(data, "fuzz.so")
+    except ElfFormatError as exc:
+        assert exc.location == "fuzz.so"
+        assert exc.message and "\n" not in exc.message
+        return exc.message
+
+
 def must_not_crash(data: bytes) -> ElfImage | ElfFormatError:
+    """read_elf gives an image or one error line; and the names-only reader (numpy-free,
+    behind `shimkit symbols`) gives exactly what the vectorized one gives: the same
+    names, or the same error message."""
+    names = _names_or_error(read_names, data)
+    assert names == _names_or_error(read_elf_names_vectorized, data)
+    assert names == _names_or_error(read_names, memoryview(data))
     try:
         image = read_elf(data, "fuzz.so")
     except ElfFormatError as exc:
@@ -58,6 +75,9 @@ def must_not_crash(data: bytes) -> ElfImage | ElfFormatError:
         return exc
     assert isinstance(image, ElfImage)
     assert all(isinstance(s.name, str) for s in image.imports + image.exports)
+    if isinstance(names, ElfNames):  # the names view is the full read's names
+        assert names.imports == [s.name for s in image.imports]
+        assert names.exports == [s.name for s in image.exports]
     return image
 
 
@@ -163,9 +183,48 @@ def test_containers_never_raise(name: str, edits: list[tuple[int, int]], cut: fl
             assert isinstance(item, ElfImage | InputError)
             if isinstance(item, InputError):
                 assert item.message and "\n" not in item.message
+        for named in iter_names([path]):
+            assert isinstance(named, ElfNames | InputError)
+            if isinstance(named, InputError):
+                assert named.message and "\n" not in named.message
 
 
 @pytest.mark.parametrize("name", SEEDS)
 def test_unmutated_seeds_read(name: str) -> None:
     """Positive control for the properties above: the seeds themselves read cleanly."""
     assert isinstance(must_not_crash(seed(name)), ElfImage)
+
+
+def _naive_string(strtab: bytes, offset: int) -> str:
+    end = strtab.find(b"\0", offset)
+    return strtab[offset : end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape")
+
+
+@FUZZ
+@given(
+    strtab=st.lists(
+        st.binary(max_size=12) | st.sampled_from([b"", b"abc", b"_Z3foo", b"\xff\xfe", b'"\\']),
+        max_size=40,
+    ).map(b"\0".join),
+    picks=st.lists(st.integers(min_value=0), max_size=60),
+    repeat=st.booleans(),
+)
+def test_string_table_lookup_equals_slicing(strtab: bytes, picks: list[int], repeat: bool) -> None:
+    """Offsets at string starts, inside strings (shared tails), repeated, at a trailing
+    string without NUL, ASCII or not: the split-once lookup equals slicing each name."""
+    if not strtab:
+        return
+    offsets = [p % len(strtab) for p in picks]
+    if not repeat:
+        offsets = list(dict.fromkeys(offsets))
+    want = sorted(_naive_string(strtab, o) for o in offsets)
+    assert sorted(StringTable(strtab).names(offsets)) == want
+    padded = StringTable(strtab + b"\0" * 4096)  # few names for its size: the slicing path
+    assert sorted(padded.names(offsets)) == want
+
+
+def test_string_table_negative_control() -> None:
+    """The comparison above can fail: a tail-merged offset is not its whole string."""
+    table = StringTable(b"\0aoti_torch_x\0")
+    assert table.names([1]) == ["aoti_torch_x"]
+    assert table.names([6]) == ["torch_x"] != ["aoti_torch_x"]

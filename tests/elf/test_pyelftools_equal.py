@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from shimkit.elf import read_elf, read_elf_names
+from shimkit.elf.reader import read_elf_names_vectorized
 
 from tests.elf.reference import reference_structure, reference_symbols
 from tests.fixtures.build import FIXTURES
@@ -26,9 +27,12 @@ def check(path: Path) -> None:
     assert image.symbol_table == table
     assert rows(image.imports) == imports
     assert rows(image.exports) == exports
-    fast = read_elf_names(data, str(path))
+    fast = read_elf_names(data, str(path))  # the numpy-free reader behind `shimkit symbols`
     assert fast.imports == [r[0] for r in imports]
     assert fast.exports == [r[0] for r in exports]
+    assert fast.symbol_table == table
+    assert fast == read_elf_names_vectorized(data, str(path))
+    assert fast == read_elf_names(memoryview(data), str(path))
     needed, soname, machine = reference_structure(path)
     assert (image.needed, image.soname, image.machine) == (needed, soname, machine)
     assert (fast.needed, fast.soname, fast.machine) == (needed, soname, machine)

@@ -131,6 +131,10 @@ def test_fast_json_writer_is_byte_identical_to_json_module() -> None:
     artifacts = [
         {"path": "a!b", "imports": ["x", 'q"\\', "\u00e9"], "exports": [], "soname": None},
         {"path": "c", "imports": [], "exports": ["z"], "needed": ["l.so"], "class": 64},
+        # one item needing escapes among plain ones: the fast join must not be taken
+        {"path": "d", "imports": ["a", "b\nc", "d"], "exports": ["e", "f\x7f", "g\x1f"]},
+        {"path": "e", "imports": ['x", "y', "\udcff"], "exports": ["_Z3fooi"] * 3, "n": [1, 2]},
+        {"path": "f", "warnings": ["w"], "exports": [f"sym_{i}" for i in range(500)]},
     ]
     errors = [{"path": "p", "message": "bad: 0x10 > 0x8"}]
     out = io.StringIO()
@@ -171,3 +175,26 @@ def test_warnings_reach_the_output(run_shimkit, tmp_path: Path, elf_fixtures) ->
     assert "aoti_torch_get_dim" in art["imports"]
     text = run_shimkit(["symbols", str(stripped)]).stdout
     assert "  warning no section headers: .dynsym read through PT_DYNAMIC" in text
+
+
+def test_symbols_path_does_not_import_numpy(elf_fixtures: dict[str, Path]) -> None:
+    """Start-up time: `shimkit symbols` reads names without numpy (importing it costs more
+    than reading libtorch's whole table). Negative control: read_elf does import it."""
+    import subprocess
+    import sys
+
+    blob = str(elf_fixtures["blob_prefixed.so"])
+    probe = (
+        "import sys, io\n"
+        "from shimkit.cli import main\n"
+        "sys.stdout = io.StringIO()\n"
+        f"assert main(['symbols', '--format', 'json', {blob!r}]) == 0\n"
+        "print('numpy' in sys.modules, file=sys.stderr)\n"
+        "from shimkit.elf import read_elf\n"
+        "print('numpy' in sys.modules, file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.split() == ["False", "True"]

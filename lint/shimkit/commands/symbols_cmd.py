@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from itertools import compress
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from operator import ne
 from typing import Any, TextIO
 
 from shimkit.elf import ElfNames, InputError
@@ -41,8 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _unique(names: list[str]) -> list[str]:
-    """Sorted input -> sorted, without repeats (a name may have several versions)."""
-    return list(dict.fromkeys(names))
+    """Sorted input -> sorted, without repeats (a name may have several versions).
+
+    Repeats are neighbours: compare each name with the one before (C loops, no hashing).
+    """
+    if len(names) < 2:
+        return list(names)
+    rest = names[1:]
+    return [names[0], *compress(rest, map(ne, rest, names))]
 
 
 def artifact_record(image: ElfNames) -> dict[str, Any]:
@@ -98,28 +106,71 @@ def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
     buffer.flush()
 
 
-def _json_value(value: Any, indent: str) -> str:
-    """json.dumps with one list item per line (diff-friendly lock files), at C speed:
-    json's pure-Python indenting encoder takes longer than reading libtorch's table."""
+# What json.dumps (ensure_ascii) writes as it is: printable ASCII but '"' and '\\'.
+_PLAIN = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
+
+
+def _plain_strings(value: list[Any], inner: str) -> bytes | None:
+    """The items of a list of strings joined as JSON strings are (without the outer
+    quotes), when no item needs escaping: one C join instead of one call per item.
+    None when the list holds something else or an item needs escaping."""
+    try:
+        body = f'",\n{inner}"'.join(value).encode("ascii")
+    except (TypeError, UnicodeEncodeError):
+        return None
+    # The separators hold all the '"' and newlines; any other is inside an item.
+    seps = len(value) - 1
+    if body.count(b'"') != 2 * seps or body.count(b"\n") != seps:
+        return None
+    if body.translate(None, _PLAIN + b'"\n'):
+        return None
+    return body
+
+
+def _json_chunks(value: Any, indent: str, chunks: list[bytes]) -> None:
+    """json.dumps(indent=1, sort_keys=True) as ASCII chunks, at C speed: json's
+    pure-Python indenting encoder takes longer than reading libtorch's table. One list
+    item per line (diff-friendly lock files)."""
     if isinstance(value, list) and value:
         inner = indent + " "
-        if all(type(v) is str for v in value):  # symbol lists: one C call per string
-            items = f",\n{inner}".join(map(encode_basestring_ascii, value))
+        body = _plain_strings(value, inner)  # symbol lists
+        if body is not None:
+            chunks += (f'[\n{inner}"'.encode(), body, f'"\n{indent}]'.encode())
+            return
+        chunks.append(f"[\n{inner}".encode())
+        if all(isinstance(item, str) for item in value):
+            chunks.append(f",\n{inner}".join(map(encode_basestring_ascii, value)).encode())
         else:
-            items = f",\n{inner}".join(_json_value(v, inner) for v in value)
-        return f"[\n{inner}{items}\n{indent}]"
+            for k, item in enumerate(value):
+                if k:
+                    chunks.append(f",\n{inner}".encode())
+                _json_chunks(item, inner, chunks)
+        chunks.append(f"\n{indent}]".encode())
+        return
     if isinstance(value, dict) and value:
         inner = indent + " "
-        items = f",\n{inner}".join(
-            f"{json.dumps(k)}: {_json_value(value[k], inner)}" for k in sorted(value)
-        )
-        return f"{{\n{inner}{items}\n{indent}}}"
-    return json.dumps(value)
+        chunks.append(b"{\n")
+        for k, key in enumerate(sorted(value)):
+            lead = f",\n{inner}" if k else inner
+            chunks.append(f"{lead}{json.dumps(key)}: ".encode())
+            _json_chunks(value[key], inner, chunks)
+        chunks.append(f"\n{indent}}}".encode())
+        return
+    chunks.append(json.dumps(value).encode())
 
 
 def write_json(out: TextIO, artifacts: list[dict[str, Any]], errors: list[dict[str, str]]) -> None:
     doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
-    out.write(_json_value(doc, "") + "\n")
+    chunks: list[bytes] = []
+    _json_chunks(doc, "", chunks)
+    chunks.append(b"\n")
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(b"".join(chunks).decode("ascii"))
+        return
+    out.flush()  # the document is ASCII (json escapes the rest): bytes straight to the file
+    buffer.writelines(chunks)
+    buffer.flush()
 
 
 def run(args: argparse.Namespace) -> int:

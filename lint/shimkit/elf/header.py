@@ -14,21 +14,27 @@ from functools import cache
 
 import numpy as np
 
-ELF_MAGIC = b"\x7fELF"
-SHT_NULL = 0
-SHT_SYMTAB = 2
-SHT_STRTAB = 3
-SHT_DYNAMIC = 6
-SHT_NOBITS = 8
-SHT_DYNSYM = 11
-SHT_GNU_VERDEF = 0x6FFFFFFD
-SHT_GNU_VERNEED = 0x6FFFFFFE
-SHT_GNU_VERSYM = 0x6FFFFFFF
-SHF_EXECINSTR = 0x4
-PT_DYNAMIC = 2
-PT_GNU_STACK = 0x6474E551
-PF_X = 0x1
-SHN_XINDEX = 0xFFFF
+from shimkit.elf.elfdefs import (  # noqa: F401 (re-exported: the names other modules import)
+    ELF_MAGIC,
+    MACHINES,
+    PF_X,
+    PT_DYNAMIC,
+    PT_GNU_STACK,
+    PT_LOAD,
+    SHF_EXECINSTR,
+    SHN_XINDEX,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    SHT_GNU_VERSYM,
+    SHT_NOBITS,
+    SHT_NULL,
+    SHT_STRTAB,
+    SHT_SYMTAB,
+    HeaderError,
+    machine_name,
+)
 
 _EHDR = {1: "HHIIIIIHHHHHH", 2: "HHIQQQIHHHHHH"}
 _EHDR_SIZE = {1: 52, 2: 64}
@@ -75,10 +81,6 @@ def _phdr_dtype(elf_class: int, endian: str) -> np.dtype:
             ("p_align", u8),
         ]
     )
-
-
-class HeaderError(ValueError):
-    """The bytes are not a well-formed ELF image; the message says why (one line)."""
 
 
 @dataclass
@@ -222,26 +224,3 @@ def parse_layout(data: bytes | memoryview, *, strict_ident: bool = False) -> Elf
         segments=segments,
         extent=extent,
     )
-
-
-PT_LOAD = 1
-
-# Common machines, so the names-only path need not import pyelftools (its enum
-# import alone costs more than reading libtorch's table). Values from elf.h.
-MACHINES = {
-    0: "EM_NONE", 2: "EM_SPARC", 3: "EM_386", 8: "EM_MIPS", 20: "EM_PPC", 21: "EM_PPC64",
-    22: "EM_S390", 40: "EM_ARM", 43: "EM_SPARCV9", 62: "EM_X86_64", 183: "EM_AARCH64",
-    243: "EM_RISCV", 258: "EM_LOONGARCH",
-}  # fmt: skip
-
-
-def machine_name(value: int) -> str:
-    name = MACHINES.get(value)
-    if name is not None:
-        return name
-    from elftools.elf.enums import ENUM_E_MACHINE  # rare machines only
-
-    for key, number in ENUM_E_MACHINE.items():
-        if number == value and key.startswith("EM_"):
-            return key
-    return f"EM_{value}"

@@ -13,15 +13,14 @@ traceback.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TypeVar
 
 import numpy as np
 
 from shimkit.elf.dynamic import dynamic_strings, dynamic_symbol_tables
+from shimkit.elf.elfdefs import e_type_name, guarded
 from shimkit.elf.header import (
     PF_X,
     PT_GNU_STACK,
@@ -33,11 +32,10 @@ from shimkit.elf.header import (
     SHT_STRTAB,
     SHT_SYMTAB,
     ElfLayout,
-    HeaderError,
     machine_name,
     parse_layout,
 )
-from shimkit.elf.model import ElfFormatError, ElfImage, ElfNames, Symbol
+from shimkit.elf.model import ElfImage, ElfNames, Symbol
 from shimkit.elf.symtab import (
     BINDING_NAMES,
     SYM_SIZE,
@@ -49,9 +47,7 @@ from shimkit.elf.symtab import (
 )
 from shimkit.elf.versions import VersionError, resolve_versions, version_names
 
-_E_TYPES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 _LOCAL = 0
-T = TypeVar("T")
 
 
 def _section_names(data: bytes | memoryview, layout: ElfLayout) -> list[str]:
@@ -196,7 +192,7 @@ def _parse(
 ) -> _Parsed:
     """Parse an image. The names-only path passes with_versions=False."""
     layout = parse_layout(data)
-    e_type = _E_TYPES.get(layout.e_type, f"TYPE_{layout.e_type}")
+    e_type = e_type_name(layout.e_type)
     machine = machine_name(layout.e_machine)
     needed, soname = dynamic_strings(data, layout)
     section_names = _section_names(data, layout)
@@ -357,29 +353,6 @@ def _names(p: _Parsed, location: str, size: int) -> ElfNames:
     )
 
 
-_MALFORMED = (
-    ValueError, TypeError, IndexError, KeyError, OverflowError, EOFError, AssertionError,
-    UnicodeError, AttributeError, RecursionError, struct.error,
-)  # fmt: skip
-
-
-def _guarded(location: str, fn: Callable[[], T]) -> T:
-    """Run a parse step; turn every malformation into one ElfFormatError line.
-
-    The error is raised after the except block, so it carries no __context__:
-    the original traceback (whose frames hold numpy views of the caller's
-    buffer) is freed first, and a caller's `with mmap.mmap(...)` can close.
-    """
-    try:
-        return fn()
-    except (HeaderError, SymbolTableError, VersionError) as exc:
-        message = str(exc)
-    except _MALFORMED as exc:
-        # Last line of defence: numpy/struct raise these on contents no check foresaw.
-        message = f"malformed ELF: {type(exc).__name__}: {_one_line(exc)}"
-    raise ElfFormatError(location, message)
-
-
 def read_elf(
     data: bytes | memoryview,
     location: str,
@@ -393,20 +366,16 @@ def read_elf(
     counts the whole table.
     """
     size = len(data)
-    return _guarded(
+    return guarded(
         location, lambda: _image(_parse(data, name_prefixes), location, size, name_prefixes)
     )
 
 
-def read_elf_names(data: bytes | memoryview, location: str) -> ElfNames:
-    """Like read_elf, but only sorted symbol names: no Symbol objects (the fast path of
-    `shimkit symbols` on tables with 100k entries)."""
+def read_elf_names_vectorized(data: bytes | memoryview, location: str) -> ElfNames:
+    """Like read_elf, but only sorted symbol names: no Symbol objects. `shimkit symbols`
+    uses `shimkit.elf.names.read_names` (no numpy import; tests check both agree); this
+    one reads images without section headers for it."""
     size = len(data)
-    return _guarded(
+    return guarded(
         location, lambda: _names(_parse(data, None, with_versions=False), location, size)
     )
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] if text else type(exc).__name__

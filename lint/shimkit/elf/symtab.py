@@ -16,8 +16,7 @@ from operator import itemgetter
 
 import numpy as np
 
-SHN_UNDEF = 0
-SYM_SIZE = {1: 16, 2: 24}
+from shimkit.elf.elfdefs import SHN_UNDEF, SYM_SIZE, SymbolTableError
 
 BINDINGS = {0: "LOCAL", 1: "GLOBAL", 2: "WEAK", 10: "GNU_UNIQUE"}
 TYPES = {
@@ -32,10 +31,6 @@ TYPES = {
 }
 BINDING_NAMES = tuple(BINDINGS.get(i, f"BIND_{i}") for i in range(16))
 TYPE_NAMES = tuple(TYPES.get(i, f"TYPE_{i}") for i in range(16))
-
-
-class SymbolTableError(ValueError):
-    """A symbol table or its string table is malformed; the message is one line."""
 
 
 @cache

@@ -14,12 +14,10 @@ import struct
 
 import numpy as np
 
+from shimkit.elf.elfdefs import VersionError
+
 VER_NDX_GLOBAL = 1
 _MIN_ENTRY = 8  # smallest verdaux entry: the step budget is section size / 8
-
-
-class VersionError(ValueError):
-    """The version sections are malformed; the message is one line."""
 
 
 def _cstring(strtab: bytes, offset: int, what: str) -> str:

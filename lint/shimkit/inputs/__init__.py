@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from shimkit.elf import ElfImage, ElfNames, InputError, read_elf, read_elf_names
+from shimkit.elf import ElfImage, ElfNames, InputError, read_elf_names
 from shimkit.inputs.limits import DEFAULT_LIMITS, Limits
 from shimkit.inputs.sources import scan
 
@@ -33,6 +33,7 @@ def iter_images(
     `progress(done, total)` is called after each file. `name_prefixes` is
     passed to read_elf (only symbols with those name prefixes are kept).
     """
+    from shimkit.elf.reader import read_elf  # numpy: not needed by iter_names
 
     def reader(view: memoryview, location: str) -> ElfImage:
         return read_elf(view, location, name_prefixes=name_prefixes)

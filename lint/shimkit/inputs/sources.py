@@ -5,19 +5,14 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import zipfile
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 from shimkit.elf.model import ElfFormatError, InputError
-from shimkit.elf.stream import BufferStream
 from shimkit.inputs.ar import ArchiveError, iter_members
-from shimkit.inputs.carve import iter_embedded
 from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
 from shimkit.inputs.walk import FileEntry, _describe, expand
-from shimkit.inputs.zipc import ZipMemberError, iter_zip_members
 
 T = TypeVar("T")
 Reader = Callable[[memoryview, str], T]
@@ -93,6 +88,11 @@ class _Scanner(Generic[T]):
     def zip(
         self, view: memoryview, location: str, depth: int, budget: Budget
     ) -> Iterator[T | InputError]:
+        # Imported on first use: zipfile and numpy (carving) cost start-up time that
+        # `shimkit symbols lib.so` would pay for nothing.
+        from shimkit.elf.stream import BufferStream
+        from shimkit.inputs.zipc import ZIP_ERRORS, ZipMemberError, iter_zip_members
+
         stream = BufferStream(view)
         try:
             for item in iter_zip_members(stream, budget):
@@ -101,8 +101,7 @@ class _Scanner(Generic[T]):
                     continue
                 name, body = item
                 yield from self.buffer(body, f"{location}!{name}", depth + 1, False, budget)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError,
-                ValueError) as exc:  # fmt: skip
+        except ZIP_ERRORS as exc:
             yield InputError(location, f"bad zip container: {' '.join(str(exc).split())}")
         finally:
             stream.close()
@@ -110,6 +109,8 @@ class _Scanner(Generic[T]):
     def embedded(
         self, data: bytes | mmap.mmap, view: memoryview, location: str, explicit: bool
     ) -> Iterator[T | InputError]:
+        from shimkit.inputs.carve import iter_embedded
+
         found = False
         for offset, extent in iter_embedded(data, view, self.limits.max_embedded):
             found = True

@@ -7,7 +7,6 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from shimkit.elf.model import InputError
 
@@ -65,6 +64,8 @@ def _walk(
     seen_dirs: set[tuple[int, int]],
     follow: bool,
 ) -> Iterator[FileEntry | InputError]:
+    from pathlib import Path  # only when walking: start-up time of `shimkit symbols lib.so`
+
     stack: list[tuple[str, os.stat_result]] = [(root, root_st)]
     while stack:
         directory, dst = stack.pop()

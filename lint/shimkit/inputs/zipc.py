@@ -12,6 +12,8 @@ from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import Budget
 
 _CHUNK = 1 << 20
+# A broken container (central directory, stream): the whole input is one error.
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError)
 
 
 class ZipMemberError(ValueError):
