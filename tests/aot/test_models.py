@@ -66,11 +66,16 @@ class Artifacts:
         key = ("compiled", name)
         if key not in self.cache:
             out = self.work / f"{name}.prefixed.pt2"
-            if name == "mlp":  # one through the CLI, the others through the Python API
-                from shimkit.cli import main
+            from shimkit.cli import main
 
+            if name == "mlp":  # the CLI from a model file
                 assert main(["compile", str(MODELS / "mlp.py"), "-o", str(out)]) == 0
-            else:
+            elif name == "convnet":  # the CLI from a saved ExportedProgram
+                example = load_example(name)
+                saved = self.work / f"{name}.exported.pt2"
+                torch.export.save(torch.export.export(example.model, example.inputs), str(saved))
+                assert main(["compile", str(saved), "-o", str(out)]) == 0
+            else:  # the Python API
                 from shimkit.aot.compile import compile_model
 
                 example = load_example(name)
