@@ -2,13 +2,15 @@
 
 Checks the imports (all shim imports prefixed, none unprefixed, no NEEDED
 libtorch, no executable stack) and that torch's own runner, given the
-forwarding library, computes what eager PyTorch computes (within 1e-5).
+forwarding library, computes what eager PyTorch computes (within 1e-5), in a
+subprocess so the forwarder's global symbols never reach other tests.
 Torch compiles are slow (15-50 s each), so each artifact is built once per
 session: 3 prefixed compiles and 2 default ones.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import subprocess
@@ -112,12 +114,44 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory, config: ShimConfig) -> A
 
 @pytest.fixture(scope="session")
 def forwarder(config: ShimConfig) -> Path:
-    from shimkit.aot.forward import build_forwarding_library, load_forwarding_library
+    """Built here, loaded only in run_packages.py's process (see there why)."""
+    from shimkit.aot.forward import build_forwarding_library
     from shimkit.header import find_torch, shim_names
 
-    path = build_forwarding_library(shim_names(find_torch().include_dir), config)
-    load_forwarding_library(path)
-    return path
+    return build_forwarding_library(shim_names(find_torch().include_dir), config)
+
+
+PERTURBED_MLP = """
+import runpy, torch
+namespace = runpy.run_path({path!r})
+model, example_inputs = namespace["model"], namespace["example_inputs"]
+with torch.no_grad():
+    model[0].bias.add_(1e-3)
+"""
+
+
+def pair(package: Path, model_file: Path) -> str:
+    return f"{package}={model_file}"
+
+
+@pytest.fixture(scope="session")
+def numerics(
+    artifacts: Artifacts, forwarder: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, Any]]:
+    """Outputs vs eager for every package, from one subprocess (one torch import)."""
+    pairs = [pair(artifacts.prefixed(name), MODELS / f"{name}.py") for name in COMPILED]
+    pairs += [
+        pair(artifacts.rewritten(name, engine), MODELS / f"{name}.py") for name, engine in REWRITTEN
+    ]
+    perturbed = tmp_path_factory.mktemp("perturbed") / "mlp_perturbed.py"
+    perturbed.write_text(PERTURBED_MLP.format(path=str(MODELS / "mlp.py")))
+    pairs.append(pair(artifacts.prefixed("mlp"), perturbed))  # the negative control
+    argv = [sys.executable, str(Path(__file__).with_name("run_packages.py")), str(forwarder)]
+    proc = subprocess.run([*argv, *pairs], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results: dict[str, dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    results["control"] = results[pairs[-1]]
+    return results
 
 
 def assert_prefixed_blob(info: BlobInfo, config: ShimConfig, name: str) -> None:
@@ -129,19 +163,6 @@ def assert_prefixed_blob(info: BlobInfo, config: ShimConfig, name: str) -> None:
     assert not [s for s in info.symbols if config.is_family(s.name)]
     assert not [n for n in info.needed if n.startswith(("libtorch", "libc10"))]
     assert not info.exec_stack
-
-
-def assert_matches_eager(package: Path, name: str) -> None:
-    example = load_example(name)
-    runner = torch._inductor.aoti_load_package(str(package))
-    with torch.no_grad():
-        expected = example.model(*example.inputs)
-        actual = runner(*example.inputs)
-    if isinstance(expected, torch.Tensor):
-        expected, actual = [expected], [actual] if isinstance(actual, torch.Tensor) else actual
-    assert len(actual) == len(expected)
-    for got, want in zip(actual, expected, strict=True):
-        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("name", COMPILED)
@@ -170,15 +191,25 @@ def test_rewritten_blob_imports_the_default_blobs_names_prefixed(
 
 
 @pytest.mark.parametrize("name", COMPILED)
-def test_compiled_outputs_match_eager(name: str, artifacts: Artifacts, forwarder: Path) -> None:
-    assert_matches_eager(artifacts.prefixed(name), name)
+def test_compiled_outputs_match_eager(
+    name: str, artifacts: Artifacts, numerics: dict[str, dict[str, Any]]
+) -> None:
+    result = numerics[pair(artifacts.prefixed(name), MODELS / f"{name}.py")]
+    assert result["ok"], result["detail"]
 
 
 @pytest.mark.parametrize(("name", "engine"), REWRITTEN)
 def test_rewritten_outputs_match_eager(
-    name: str, engine: str, artifacts: Artifacts, forwarder: Path
+    name: str, engine: str, artifacts: Artifacts, numerics: dict[str, dict[str, Any]]
 ) -> None:
-    assert_matches_eager(artifacts.rewritten(name, engine), name)
+    result = numerics[pair(artifacts.rewritten(name, engine), MODELS / f"{name}.py")]
+    assert result["ok"], result["detail"]
+
+
+def test_numerics_check_catches_a_wrong_model(numerics: dict[str, dict[str, Any]]) -> None:
+    """Negative control: eager weights off by 1e-3 must fail the comparison."""
+    assert not numerics["control"]["ok"]
+    assert "AssertionError" in numerics["control"]["detail"]
 
 
 def test_prefixed_blob_needs_a_provider(artifacts: Artifacts, config: ShimConfig) -> None:
