@@ -21,3 +21,8 @@ def cuda_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def unprefixed_cuda_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_cuda_libs.build(tmp_path_factory.mktemp("cuda-unprefixed"), unprefixed=True)
+
+
+@pytest.fixture(scope="session")
+def asan_cuda_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_cuda_libs.build(tmp_path_factory.mktemp("cuda-asan"), sanitize=True)

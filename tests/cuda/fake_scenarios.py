@@ -196,7 +196,21 @@ def fallbacks(s: Shims) -> dict[str, Any]:
     return r
 
 
-SCENARIOS = {"basics": basics, "caching": caching, "matmul": matmul, "fallbacks": fallbacks}
+def double_free(s: Shims) -> dict[str, Any]:
+    """Deletes one tensor twice: the sanitizer's negative control (must abort)."""
+    h = s.empty((8,), None, 0)
+    s.call("aoti_torch_delete_tensor_object", h)
+    s.call("aoti_torch_delete_tensor_object", h)
+    return {"survived": True}
+
+
+SCENARIOS = {
+    "double_free": double_free,
+    "basics": basics,
+    "caching": caching,
+    "matmul": matmul,
+    "fallbacks": fallbacks,
+}
 
 if __name__ == "__main__":
     shims = Shims(sys.argv[1])

@@ -37,9 +37,9 @@ def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return built
 
 
-def scenario(
+def run_scenario(
     cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str, **env: str
-) -> dict[str, Any]:
+) -> subprocess.CompletedProcess[str]:
     child_env = dict(os.environ)
     child_env.update(
         SHIMKIT_CUDART=str(fakes["fake_cudart"]),
@@ -48,14 +48,36 @@ def scenario(
         PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
     )
     child_env.update(env)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(HERE / "fake_scenarios.py"), str(cuda_libs["shims"]), name],
         capture_output=True,
         text=True,
         env=child_env,
     )
+
+
+def scenario(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str, **env: str
+) -> dict[str, Any]:
+    done = run_scenario(cuda_libs, fakes, name, **env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def asan_env() -> dict[str, str]:
+    libasan = subprocess.run(
+        ["g++", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    libstdcxx = subprocess.run(
+        ["g++", "-print-file-name=libstdc++.so.6"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return {
+        # libstdc++ preloaded too: ASan's __cxa_throw interceptor needs the real one at
+        # start-up, and python does not link libstdc++ (the shims throw internally).
+        "LD_PRELOAD": f"{libasan} {libstdcxx}",
+        "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    }
 
 
 def test_tensors_copies_guards_and_streams(
@@ -103,3 +125,21 @@ def test_host_fallbacks_match_the_cpu_ops(
     assert (r["conv_cpu_device"], r["conv_cuda_device"]) == (0, 1)
     assert r["conv_diff"] == 0.0
     assert r["topk_diff"] == 0.0
+
+
+@pytest.mark.parametrize("name", ["basics", "caching", "matmul", "fallbacks"])
+def test_scenarios_run_clean_under_asan_ubsan(
+    asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str
+) -> None:
+    done = run_scenario(asan_cuda_libs, fakes, name, **asan_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "runtime error" not in done.stderr  # UBSan
+
+
+def test_asan_catches_a_double_free(
+    asan_cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # Negative control: the sanitized build really is checked in the child.
+    done = run_scenario(asan_cuda_libs, fakes, "double_free", **asan_env())
+    assert done.returncode != 0
+    assert "AddressSanitizer" in done.stderr

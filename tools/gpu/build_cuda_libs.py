@@ -88,6 +88,7 @@ def build(
     cxx: str = "g++",
     jobs: int = 4,
     cblas_fallback: bool = False,
+    sanitize: bool = False,
 ) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     gen = out / "gen" / "shims" / "cuda"
@@ -102,7 +103,9 @@ def build(
         blas_include = ["-I", str(CBLAS_FALLBACK)]
         blas_link = []
         extra_objects = [str(CBLAS_FALLBACK / "cblas_fallback.cpp")]
-    common = [cxx, "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
+    san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"] if sanitize else []
+    common = [cxx, "-std=c++17", "-O1" if sanitize else "-O2", "-fPIC", "-fvisibility=hidden"]
+    common += ["-Wall", "-Wextra", *san]
     common += ["-I", str(ROOT), "-I", str(out / "gen"), *blas_include, *flags]
 
     def compile_one(src: str) -> str:
@@ -128,6 +131,7 @@ def build(
             "-shared",
             "-o",
             str(shims),
+            *san,
             *shim_objs,
             f"-Wl,--version-script={lds}",
             "-Wl,-z,noexecstack",
@@ -142,6 +146,7 @@ def build(
             "-shared",
             "-o",
             str(runner),
+            *san,
             *runner_objs,
             f"-L{out}",
             "-lshimkit_cuda_shims",
