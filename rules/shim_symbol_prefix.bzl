@@ -17,9 +17,12 @@ SHIM_SYMBOL_PREFIX_DEFINE = "AOTI_SHIM_SYMBOL_PREFIX"
 # Symbol-name families the prefix covers. A symbol whose name starts with one
 # of these (and not with the prefix) is "unprefixed" for the linter.
 # `aoti_torch_` is the AOTInductor C shim ABI; `torch_` is the stable C ABI
-# declared in torch/csrc/stable/c/shim.h, which blobs may import as well.
+# declared in torch/csrc/stable/c/shim.h, which blobs may import as well;
+# `aoti_record_function_` is the profiler hook pair declared beside the shims.
+# Together they cover every name in the generated rename header (a test checks).
 SHIM_SYMBOL_FAMILIES = [
     "aoti_torch_",
+    "aoti_record_function_",
     "torch_",
 ]
 
