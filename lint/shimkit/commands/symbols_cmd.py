@@ -21,11 +21,14 @@ import sys
 from itertools import compress
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from operator import ne
-from typing import Any, TextIO
 
 from shimkit.elf import ElfNames, InputError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK
 from shimkit.inputs import iter_names
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 HELP = "print the dynamic imports and exports of ELF files, archives and containers"
 SCHEMA = "shimkit.symbols/v1"
@@ -118,11 +121,9 @@ def _plain_strings(value: list[Any], inner: str) -> bytes | None:
         body = f'",\n{inner}"'.join(value).encode("ascii")
     except (TypeError, UnicodeEncodeError):
         return None
-    # The separators hold all the '"' and newlines; any other is inside an item.
-    seps = len(value) - 1
-    if body.count(b'"') != 2 * seps or body.count(b"\n") != seps:
-        return None
-    if body.translate(None, _PLAIN + b'"\n'):
+    # Without its plain characters, a separator leaves '"\n"'; any other leftover is a
+    # character inside an item that json would escape.
+    if body.translate(None, _PLAIN) != b'"\n"' * (len(value) - 1):
         return None
     return body
 

@@ -2,19 +2,22 @@
 
 pyelftools for structure, a vectorized numpy path for symbol tables, strict
 bounds checks against hostile input. `read_elf_names` (the names-only view
-behind `shimkit symbols`) needs no numpy; `read_elf` is imported on first use,
-so importing this package does not import numpy. See shimkit.inputs for
+behind `shimkit symbols`) needs no numpy; `read_elf`, ElfImage and Symbol are
+imported on first use, so importing this package imports neither numpy nor
+dataclasses. See shimkit.inputs for
 finding images in files, directories, archives and containers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from shimkit.elf.model import ElfFormatError, ElfImage, ElfNames, InputError, Symbol
+from shimkit.elf.model import ElfFormatError, ElfNames, InputError
 from shimkit.elf.names import read_names as read_elf_names
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from shimkit.elf.image import ElfImage, Symbol
     from shimkit.elf.reader import read_elf
 
 __all__ = [
@@ -29,8 +32,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "read_elf":  # numpy: loaded only by callers that want Symbol objects
+    # Loaded on first use by callers that want Symbol objects: numpy and dataclasses.
+    if name == "read_elf":
         from shimkit.elf.reader import read_elf
 
         return read_elf
+    if name in ("ElfImage", "Symbol"):
+        from shimkit.elf import image
+
+        return getattr(image, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TypeVar
 
 from shimkit.elf.model import ElfFormatError
 
@@ -75,7 +74,11 @@ _MALFORMED = (
     ValueError, TypeError, IndexError, KeyError, OverflowError, EOFError, AssertionError,
     UnicodeError, AttributeError, RecursionError, struct.error,
 )  # fmt: skip
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 
 def guarded(location: str, fn: Callable[[], T]) -> T:

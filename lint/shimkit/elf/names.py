@@ -21,6 +21,8 @@ import sys
 from array import array
 from collections.abc import Iterator
 from itertools import accumulate, compress
+from itertools import count as naturals
+from operator import add
 
 from shimkit.elf.elfdefs import (
     ELF_MAGIC,
@@ -234,15 +236,21 @@ def _dynamic_strings(data: bytes | memoryview, layout: _Layout) -> tuple[list[st
             raise HeaderError(f"DT_STRTAB address 0x{addr:x} is not in any PT_LOAD segment")
         strsz = entries[DT_STRSZ][0] if DT_STRSZ in entries else 0
         strtab = (start, min(strsz or 0, len(data) - start))
-    if strtab[0] + strtab[1] > len(data):
+    base, size = strtab
+    if base + size > len(data):
         raise HeaderError("dynamic string table extends past end of file")
-    raw = bytes(data[strtab[0] : strtab[0] + strtab[1]])
 
     def text(offset: int) -> str:
-        if offset >= len(raw):
+        """The string at `offset`, copying a few bytes instead of the whole table (.dynstr
+        holds every symbol name: megabytes in big libraries)."""
+        if offset >= size:
             raise HeaderError(f"dynamic string offset 0x{offset:x} past its table")
-        stop = raw.find(b"\0", offset)
-        return raw[offset : stop if stop >= 0 else len(raw)].decode("utf-8", "surrogateescape")
+        start, end = base + offset, base + size
+        raw = bytes(data[start : min(end, start + 4096)])
+        if b"\0" not in raw and start + len(raw) < end:
+            raw = bytes(data[start:end])
+        stop = raw.find(b"\0")
+        return raw[: stop if stop >= 0 else len(raw)].decode("utf-8", "surrogateescape")
 
     needed = [text(v) for v in entries.get(DT_NEEDED, [])]
     sonames = [text(v) for v in entries.get(DT_SONAME, [])]
@@ -257,9 +265,9 @@ def _section_name(data: bytes | memoryview, layout: _Layout, index: int) -> str:
     strsec = secs[layout.shstrndx]
     if strsec.size == 0 or max(s.name for s in secs) >= strsec.size:
         return ""
-    return StringTable(bytes(data[strsec.offset : strsec.offset + strsec.size])).names(
-        [secs[index].name]
-    )[0]
+    return StringTable(data[strsec.offset : strsec.offset + strsec.size]).names([secs[index].name])[
+        0
+    ]
 
 
 class StringTable:
@@ -269,9 +277,11 @@ class StringTable:
     UTF-8 (surrogateescape for bytes that are not).
     """
 
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-        self.text: str | bytes = raw.decode("ascii") if raw.isascii() else raw
+    def __init__(self, table: bytes | memoryview) -> None:
+        try:  # decoded straight from the file's buffer: no copy of a table of megabytes
+            self.text: str | bytes = str(table, "ascii")
+        except UnicodeDecodeError:
+            self.text = bytes(table)
         self._pieces: list[str] | list[bytes] | None = None
 
     def pieces(self) -> list[str] | list[bytes]:
@@ -281,13 +291,13 @@ class StringTable:
         return self._pieces
 
     def _starts(self) -> Iterator[int]:
-        """Where each piece starts (one start too many at the end)."""
-        return accumulate(map((1).__add__, map(len, self.pieces())), initial=0)
+        """Where each piece starts: its index plus the lengths before it (one too many)."""
+        return map(add, accumulate(map(len, self.pieces()), initial=0), naturals())
 
     def names(self, offsets: list[int]) -> list[str]:
         """The string at each offset, in no particular order (callers sort)."""
         found: list[str | bytes | None]
-        if len(offsets) * 16 < len(self.raw) // 64:  # few names (about 64 bytes each): slice
+        if len(offsets) * 16 < len(self.text) // 64:  # few names (about 64 bytes each): slice
             found = list(map(self._slice, offsets))
         elif len(wanted := set(offsets)) == len(offsets):
             # Each offset once (the usual case): keep the pieces that start at a wanted
@@ -307,8 +317,9 @@ class StringTable:
         return [piece.decode("utf-8", "surrogateescape") for piece in found]  # type: ignore[union-attr]
 
     def _slice(self, start: int) -> str | bytes:
-        stop = self.raw.find(b"\0", start)
-        return self.text[start : stop if stop >= 0 else len(self.raw)]
+        text = self.text
+        stop = text.find("\0", start) if isinstance(text, str) else text.find(b"\0", start)
+        return text[start : stop if stop >= 0 else len(text)]
 
 
 def _symbols(
@@ -352,7 +363,7 @@ def _symbols(
         _bytes_of(table_bytes, shndx + 1, want, _NONZERO),
     )
     exported = _and(defined, _bytes_of(table_bytes, info, want, _NOT_LOCAL))
-    strtab = StringTable(bytes(data[str_off : str_off + str_size]))
+    strtab = StringTable(data[str_off : str_off + str_size])
     imports = strtab.names(list(compress(st_name, defined.translate(_FLIP))))
     return list(filter(None, imports)), strtab.names(list(compress(st_name, exported)))
 

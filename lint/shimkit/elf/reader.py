@@ -35,7 +35,8 @@ from shimkit.elf.header import (
     machine_name,
     parse_layout,
 )
-from shimkit.elf.model import ElfImage, ElfNames, Symbol
+from shimkit.elf.image import ElfImage, Symbol
+from shimkit.elf.model import ElfNames
 from shimkit.elf.symtab import (
     BINDING_NAMES,
     SYM_SIZE,

@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from shimkit.elf import ElfImage, ElfNames, InputError, read_elf_names
+from shimkit.elf import ElfNames, InputError, read_elf_names
 from shimkit.inputs.limits import DEFAULT_LIMITS, Limits
 from shimkit.inputs.sources import scan
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
+if TYPE_CHECKING:
+    from shimkit.elf.image import ElfImage
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "iter_images", "iter_names"]
 

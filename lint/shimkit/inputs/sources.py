@@ -6,7 +6,6 @@ import contextlib
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar
 
 from shimkit.elf.model import ElfFormatError, InputError
 from shimkit.inputs.ar import ArchiveError, iter_members
@@ -14,12 +13,16 @@ from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
 from shimkit.inputs.walk import FileEntry, _describe, expand
 
-T = TypeVar("T")
-Reader = Callable[[memoryview, str], T]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    Reader = Callable[[memoryview, str], T]
 _SMALL = 1 << 20  # files below this are read(); larger ones are mmap'd
 
 
-class _Scanner(Generic[T]):
+class _Scanner:  # generic in T (the reader's result) for type checkers
     def __init__(self, reader: Reader[T], limits: Limits) -> None:
         self.reader = reader
         self.limits = limits
