@@ -208,13 +208,19 @@ def _naive_string(strtab: bytes, offset: int) -> str:
     ).map(b"\0".join),
     picks=st.lists(st.integers(min_value=0), max_size=60),
     repeat=st.booleans(),
+    at_starts=st.booleans(),
 )
-def test_string_table_lookup_equals_slicing(strtab: bytes, picks: list[int], repeat: bool) -> None:
-    """Offsets at string starts, inside strings (shared tails), repeated, at a trailing
-    string without NUL, ASCII or not: the split-once lookup equals slicing each name."""
+def test_string_table_lookup_equals_slicing(
+    strtab: bytes, picks: list[int], repeat: bool, at_starts: bool
+) -> None:
+    """Offsets at string starts only or also inside strings (shared tails), repeated, at a
+    trailing string without NUL, ASCII or not: the split-once lookup equals slicing."""
     if not strtab:
         return
     offsets = [p % len(strtab) for p in picks]
+    if at_starts:
+        starts = [0, *(i + 1 for i, byte in enumerate(strtab[:-1]) if byte == 0)]
+        offsets = [starts[p % len(starts)] for p in picks]
     if not repeat:
         offsets = list(dict.fromkeys(offsets))
     want = sorted(_naive_string(strtab, o) for o in offsets)

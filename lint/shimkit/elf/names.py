@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
-from itertools import accumulate, compress
+from bisect import bisect_left
+from itertools import accumulate, chain, compress, pairwise, repeat
 from itertools import count as naturals
 from operator import add
 
@@ -290,24 +290,31 @@ class StringTable:
             self._pieces = text.split("\0") if isinstance(text, str) else text.split(b"\0")
         return self._pieces
 
-    def _starts(self) -> Iterator[int]:
-        """Where each piece starts: its index plus the lengths before it (one too many)."""
-        return map(add, accumulate(map(len, self.pieces()), initial=0), naturals())
+    def _starts(self) -> list[int]:
+        """Where each piece starts (ascending): its index plus the lengths before it."""
+        starts = list(map(add, accumulate(map(len, self.pieces()), initial=0), naturals()))
+        starts.pop()  # accumulate's last value is past the end
+        return starts
 
     def names(self, offsets: list[int]) -> list[str]:
         """The string at each offset, in no particular order (callers sort)."""
         found: list[str | bytes | None]
         if len(offsets) * 16 < len(self.text) // 64:  # few names (about 64 bytes each): slice
             found = list(map(self._slice, offsets))
-        elif len(wanted := set(offsets)) == len(offsets):
-            # Each offset once (the usual case): keep the pieces that start at a wanted
-            # offset, walking the table in order; C loops, no per-name dict lookups.
-            found = list(compress(self.pieces(), map(wanted.__contains__, self._starts())))
-            if len(found) < len(offsets):  # some offsets point inside a piece: slice those
-                starts = set(compress(self._starts(), map(wanted.__contains__, self._starts())))
-                found.extend(map(self._slice, sorted(wanted - starts)))
+        elif len(wanted := set(offsets)) == len(offsets):  # each offset once (the usual case)
+            pieces, starts = self.pieces(), self._starts()
+            unwanted = set(starts).difference(wanted)  # both walked in slot order: cache-friendly
+            if len(starts) - len(unwanted) == len(wanted):
+                # Every offset starts a piece: keep all pieces but the (few) unwanted ones,
+                # copying the runs between them; no per-piece lookups.
+                cuts = sorted(map(bisect_left, repeat(starts), unwanted))
+                runs = pairwise([-1, *cuts, len(pieces)])
+                found = list(chain.from_iterable(pieces[a + 1 : b] for a, b in runs))
+            else:  # some offsets point inside a piece (a shared tail): slice those
+                found = list(compress(pieces, map(wanted.__contains__, starts)))
+                found += map(self._slice, sorted(wanted.difference(starts)))
         else:  # repeated offsets (one name, several versions): one lookup per offset
-            table = dict(zip(self._starts(), self.pieces(), strict=False))
+            table = dict(zip(self._starts(), self.pieces(), strict=True))
             found = [table.get(o) for o in offsets]
             found = [
                 self._slice(o) if p is None else p for o, p in zip(offsets, found, strict=True)
