@@ -163,3 +163,54 @@ def find_libraries(variant: str = "release") -> RuntimeLibs:
             raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
         return libs
     return build(variant)
+
+
+FASTCALL_SOURCE = REPO_ROOT / "runtime" / "python" / "shimkit_fastcall.c"
+FASTCALL_MODULE = "_shimkit_fastcall"
+
+
+def build_fastcall(out_dir: Path | None = None) -> Path:
+    """Compile the CPython extension behind Model's fast call (cached).
+
+    It calls the runtime through a function pointer, so one build serves every
+    runtime variant and $SHIMKIT_LIB_DIR; the cache key covers the source, the
+    runtime header, the interpreter's ABI and numpy's version.
+    """
+    import sysconfig
+
+    import numpy
+
+    if not FASTCALL_SOURCE.is_file():
+        raise ShimkitError(f"{FASTCALL_SOURCE}: extension source not found")
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        raise ShimkitError("gcc not found")
+    py_include = sysconfig.get_paths()["include"]
+    if not (Path(py_include) / "Python.h").is_file():
+        raise ShimkitError(f"{py_include}: Python.h not found (install the Python headers)")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    flags = ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"]
+    flags += ["-Wl,-z,noexecstack", "-I", py_include, "-I", numpy.get_include()]
+    flags += ["-I", str(REPO_ROOT)]
+    digest = hashlib.sha256(" ".join([compiler, suffix, numpy.__version__, *flags]).encode())
+    for path in (FASTCALL_SOURCE, REPO_ROOT / "runtime" / "shimkit_runtime.h"):
+        digest.update(path.read_bytes())
+    key = digest.hexdigest()[:16]
+    out = (out_dir or REPO_ROOT / "build" / "runtime" / "fastcall") / key
+    target = out / f"{FASTCALL_MODULE}{suffix}"
+    if target.is_file():
+        return target
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file():
+            return target
+        tmp = out / f".{FASTCALL_MODULE}.{os.getpid()}.so"
+        cmd = [compiler, *flags, str(FASTCALL_SOURCE), "-o", str(tmp)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            first = (proc.stderr.strip().splitlines() or ["?"])[0]
+            raise ShimkitError(f"{FASTCALL_SOURCE}: does not compile: {first}")
+        os.replace(tmp, target)
+    return target

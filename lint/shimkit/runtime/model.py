@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from shimkit.errors import ShimkitError
+from shimkit.runtime import fastcall
 from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
@@ -56,13 +57,20 @@ def _check_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
             raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
 
 
+def _decline(inputs: Sequence[Any]) -> None:
+    """The fast path when there is none: always take the Python path."""
+    return None
+
+
 class Model:
     """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
 
     def __init__(self, source: BlobSource, variant: str = "release", lint: bool = True) -> None:
         self.source = source
         self._handle: ctypes.c_void_p | None = None
-        self._lock = threading.Lock()
+        self._lock: Any = threading.Lock()
+        self._fast: Any = None  # the C extension's Runner, if any
+        self._fast_run: Any = _decline
         self._rt: RuntimeLib = runtime_lib(variant)
         if lint:
             self._lint()
@@ -106,6 +114,25 @@ class Model:
             ctypes.c_size_t(self.num_outputs),
             ctypes.byref(self._copied),
         )
+        # The C extension's hot call (None: ctypes only). It shares the
+        # descriptor arrays above and takes over once the Python path has
+        # validated the input geometry and seen the output geometry.
+        ext = fastcall.module()
+        if ext is not None:
+            self._fast = ext.Runner(
+                ctypes.cast(self._run_into, ctypes.c_void_p).value,
+                handle.value,
+                ctypes.addressof(self._in),
+                self.num_inputs,
+                ctypes.addressof(self._out),
+                self.num_outputs,
+                ctypes.addressof(self._copied),
+                (self._in, self._out, self._copied),
+            )
+            self._fast_run = self._fast.run
+            # One lock for both paths: the Runner's, taken in C by its run and
+            # by `with self._lock` here (the GIL is released while waiting).
+            self._lock = self._fast
 
     def _lint(self) -> None:
         """The shimkit linter, in process, before anything is loaded."""
@@ -168,10 +195,10 @@ class Model:
             if geometry[i] != key:
                 self._describe_input(i, array)
                 geometry[i] = key
-            if array.flags.c_contiguous:
+            if array.flags.c_contiguous and array.dtype.isnative:
                 last[i] = array if array is value else None
             else:
-                array = np.ascontiguousarray(array)
+                array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
                 last[i] = None
             descs[i].data = _address(array)
             arrays.append(array)
@@ -192,12 +219,40 @@ class Model:
             desc.sizes[d] = array.shape[d]
             desc.strides[d] = stride
             stride *= max(array.shape[d], 1)
+        if self._fast is not None:
+            self._fast.describe_input(i, array.dtype.num)
 
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
-        # The descriptors are per model and ctypes drops the GIL during the
+        # The descriptors are per model and both paths drop the GIL during the
         # run: one call at a time per Model (the C side serialises runs too).
-        with self._lock:
-            return self._call(inputs)
+        # The fast path takes that lock itself, in C.
+        result = self._fast_run(inputs)
+        if type(result) is list:
+            return result
+        return self._not_fast(inputs, result)
+
+    def _not_fast(self, inputs: Sequence[Any], result: Any) -> list[np.ndarray]:
+        """The Python path, or the end of a fast call that did not finish."""
+        if result is None:  # declined: nothing ran
+            with self._lock:
+                return self._call(inputs)
+        if isinstance(result, int):  # ran and failed (the error is per thread)
+            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+        # Ran, but some outputs changed geometry and stayed in model-owned
+        # memory: the Runner kept its lock held for us to copy them out.
+        try:
+            results = result[0]
+            for i, value in enumerate(results):
+                if value is None:
+                    results[i] = self._output(i)
+            return results
+        finally:
+            self._fast.__exit__(None, None, None)
+
+    @property
+    def fast_calls(self) -> int:
+        """Runs done by the C extension's fast path (0 when it is off)."""
+        return int(self._fast.fast_calls) if self._fast is not None else 0
 
     def _call(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         keep_alive = self._prepare(inputs)
@@ -205,8 +260,14 @@ class Model:
         outs = self._out
         for i, geometry in enumerate(self._out_geometry):
             if geometry is not None:
-                buffer = np.empty(geometry[0], geometry[1])
-                outs[i].data = _address(buffer)
+                # The runtime copies into the buffer only if the result has
+                # exactly the descriptor's geometry: describe this buffer.
+                shape, dtype = geometry
+                buffer = np.empty(shape, dtype)
+                desc = outs[i]
+                desc.data = _address(buffer)
+                desc.ndim, desc.dtype = len(shape), DTYPE_CODES[dtype.name]
+                desc.sizes[: len(shape)] = shape
                 results.append(buffer)
             else:
                 outs[i].data = None
@@ -231,6 +292,8 @@ class Model:
         shape = tuple(desc.sizes[: desc.ndim])
         strides = tuple(desc.strides[: desc.ndim])
         self._out_geometry[index] = (shape, dtype)
+        if self._fast is not None:
+            self._fast.describe_output(index, dtype.num, desc.dtype, shape)
         if 0 in shape:
             return np.empty(shape, dtype)
         span = 1 + sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
@@ -256,6 +319,9 @@ class Model:
 
     def close(self) -> None:
         with self._lock:
+            if self._fast is not None:
+                self._fast.detach()
+            self._fast_run = _decline
             if self._handle is not None:
                 self._rt.lib.shimkit_model_free(self._handle)
                 self._handle = None
