@@ -5,8 +5,10 @@ Both run the same model compiled the same way; torch's runner gets the
 unprefixed twin (it binds to libtorch), the slim runtime the prefixed blob.
 Both live in this one process, next to each other. Measured:
 
-- per-call latency from Python (median of rounds; interleaved), and in C/C++
-  loops with no Python at all: the slim C API vs torch's C++
+- per-call latency from Python (median of rounds; interleaved): `Model.__call__`
+  (its C extension fast call; how many calls took it is printed), the same
+  model through ctypes only (SHIMKIT_FASTCALL=0), and torch's runner.run;
+- the same in C/C++ loops with no Python at all: the slim C API vs torch's C++
   AOTIModelContainerRunnerCpu (compiled here against the wheel);
 - cold load + first run, each in a fresh process (slim: the C program
   shimkit-run-blob; torch: a Python process, timed after `import torch`);
@@ -55,6 +57,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import shimkit.runtime as rt  # noqa: E402
 import torch  # noqa: E402
+from shimkit.runtime import fastcall  # noqa: E402
 from shimkit.runtime.build import build, build_run_blob  # noqa: E402
 
 from tests.runtime.blobs import build_case  # noqa: E402
@@ -154,6 +157,13 @@ def bench_model(
     tensors = [torch.from_numpy(a) for a in inputs]
 
     ours = rt.load(ours_case.pt2)
+    # The same blob called through ctypes only (SHIMKIT_FASTCALL=0): what the
+    # C extension's fast call saves.
+    os.environ[fastcall.FASTCALL_ENV] = "0"
+    try:
+        ours_ctypes = rt.load(ours_case.pt2, lint=False)
+    finally:
+        del os.environ[fastcall.FASTCALL_ENV]
     runner = torch._C._aoti.AOTIModelContainerRunnerCpu(str(twin_so), 1)
     # Same numbers from both, in the same process.
     diff = max(
@@ -167,12 +177,19 @@ def bench_model(
     def torch_call() -> Any:
         return runner.run(tensors)
 
-    for fn in (ours_call, torch_call):
+    def ctypes_call() -> Any:
+        return ours_ctypes(*inputs)
+
+    for fn in (ours_call, torch_call, ctypes_call):
         time_calls(fn, max(calls // 10, 10))
-    ours_us, torch_us = [], []
+    ours_us, torch_us, ctypes_us = [], [], []
     for _ in range(rounds):
         ours_us.append(time_calls(ours_call, calls))
         torch_us.append(time_calls(torch_call, calls))
+        ctypes_us.append(time_calls(ctypes_call, calls))
+    ours_calls, ours_fast = 1 + max(calls // 10, 10) + rounds * calls, ours.fast_calls
+    assert ours_ctypes.fast_calls == 0
+    ours_ctypes.close()
     c_loop_us = statistics.median(
         ours.bench(*inputs, iterations=calls) / 1e3 for _ in range(rounds)
     )
@@ -213,6 +230,10 @@ def bench_model(
         "ours_us_per_call": ours_med,
         "torch_us_per_call": torch_med,
         "ratio": ours_med / torch_med,
+        "round_ratios": [o / t for o, t in zip(ours_us, torch_us, strict=True)],
+        "ours_ctypes_us_per_call": statistics.median(ctypes_us),
+        "ours_calls": ours_calls,
+        "ours_fast_calls": ours_fast,
         "target_ratio": target,
         "ours_c_loop_us_per_run": c_loop_us,
         "torch_cpp_us_per_run": torch_cpp_us,
@@ -242,22 +263,26 @@ def main() -> int:
         f"{args.rounds} rounds x {args.calls} calls, medians"
     )
     print(
-        "| model | Python: slim / torch us per call | ratio (target) "
-        "| C: slim / torch C++ us per run | C ratio "
+        "| model | Python: slim / torch us per call | ratio (target) [per round] "
+        "| slim via ctypes us | C: slim / torch C++ us per run | C ratio "
         "| cold load+1st run ms slim / torch | peak RSS MB slim / torch |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         ok = "met" if r["ratio"] <= r["target_ratio"] else "MISSED"
+        rounds = " ".join(f"{x:.2f}" for x in r["round_ratios"])
         print(
-            f"| {r['model']} | {r['ours_us_per_call']:.1f} / {r['torch_us_per_call']:.1f} | "
-            f"{r['ratio']:.2f}x (<= {r['target_ratio']}x: {ok}) | "
+            f"| {r['model']} | {r['ours_us_per_call']:.2f} / {r['torch_us_per_call']:.2f} | "
+            f"{r['ratio']:.2f}x (<= {r['target_ratio']}x: {ok}) [{rounds}] | "
+            f"{r['ours_ctypes_us_per_call']:.2f} | "
             f"{r['ours_c_loop_us_per_run']:.1f} / {r['torch_cpp_us_per_run']:.1f} | "
             f"{r['c_ratio']:.2f}x | "
             f"{r['ours_cold_load_ms'] + r['ours_cold_first_run_ms']:.1f} / "
             f"{r['torch_cold_load_ms'] + r['torch_cold_first_run_ms']:.1f} | "
             f"{r['ours_max_rss_mb']:.1f} / {r['torch_max_rss_mb']:.1f} |"
         )
+    for r in results:
+        print(f"{r['model']}: {r['ours_fast_calls']} of {r['ours_calls']} slim calls fast")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
