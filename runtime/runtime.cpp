@@ -12,55 +12,25 @@
 #include <string>
 #include <vector>
 
-#include "runtime/elf_imports.h"
+#include "runtime/blob_loader_common.h"
 #include "runtime/shimkit_runtime.h"
 #include "runtime/temp_blob_file.h"
 #include "shims/aoti_shim_abi.h"
 
-#define SHIMKIT_STR_IMPL(x) #x
-#define SHIMKIT_STR(x) SHIMKIT_STR_IMPL(x)
-#ifdef AOTI_SHIM_SYMBOL_PREFIX
-static const char kPrefix[] = SHIMKIT_STR(AOTI_SHIM_SYMBOL_PREFIX);
-#else
-static const char kPrefix[] = "";
-#endif
-
 namespace {
 
-using ContainerHandle = void*;
-using CreateWithDeviceFn = int32_t (*)(ContainerHandle*, size_t, const char*, const char*);
-using DeleteFn = int32_t (*)(ContainerHandle);
-using RunFn = int32_t (*)(ContainerHandle, AtenTensorHandle*, size_t, AtenTensorHandle*, size_t,
-                          void*, void*);
-using CountFn = int32_t (*)(ContainerHandle, size_t*);
+using shimkit::loader::ContainerHandle;
+using shimkit::loader::CountFn;
+using shimkit::loader::CreateWithDeviceFn;
+using shimkit::loader::DeleteFn;
+using shimkit::loader::RunFn;
 using NameFn = int32_t (*)(ContainerHandle, size_t, const char**);
-
-const char* const kRequiredEntries[] = {
-    "AOTInductorModelContainerCreateWithDevice", "AOTInductorModelContainerDelete",
-    "AOTInductorModelContainerRun", "AOTInductorModelContainerGetNumInputs",
-    "AOTInductorModelContainerGetNumOutputs"};
 
 thread_local std::string g_error;
 
 int fail(int code, std::string message) {
   g_error = std::move(message);
   return code;
-}
-
-// Shim-family name once the private prefix (if any) is stripped.
-bool strip_prefix(const std::string& name, std::string* bare) {
-  const size_t n = sizeof(kPrefix) - 1;
-  if (n > 0 && name.compare(0, n, kPrefix) == 0) {
-    *bare = name.substr(n);
-    return true;
-  }
-  *bare = name;
-  return false;
-}
-
-bool is_shim_family(const std::string& bare) {
-  return bare.rfind("aoti_torch_", 0) == 0 || bare.rfind("torch_", 0) == 0 ||
-         bare.rfind("aoti_record_", 0) == 0;
 }
 
 struct Provider {
@@ -90,49 +60,20 @@ const Provider& provider() {
   return p;
 }
 
-std::string object_of(void* address) {
-  Dl_info info{};
-  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "?";
-  return info.dli_fname;
-}
-
 int check_blob(const void* bytes, size_t size) {
   shimkit::ElfSymbols syms;
   std::string error;
-  if (!shimkit::read_elf_symbols(static_cast<const unsigned char*>(bytes), size, &syms, &error)) {
-    return fail(SHIMKIT_E_BAD_BLOB, "blob: " + error);
-  }
-  for (const char* entry : kRequiredEntries) {
-    if (syms.exports.count(entry) == 0) {
-      return fail(SHIMKIT_E_MISSING_ENTRY,
-                  std::string("blob: missing required entry point ") + entry +
-                      " (not an AOTInductor model .so?)");
-    }
-  }
+  int rc = shimkit::loader::read_blob_symbols(bytes, size, &syms, &error);
+  if (rc != SHIMKIT_OK) return fail(rc, error);
   const Provider& prov = provider();
   if (prov.handle == nullptr) return fail(SHIMKIT_E_PROVIDER, prov.error);
   for (const std::string& name : syms.unversioned_imports) {
     std::string bare;
-    const bool prefixed = strip_prefix(name, &bare);
-    if (is_shim_family(bare) && !prefixed) {
-      return fail(SHIMKIT_E_MISSING_SHIM,
-                  "blob: imports unprefixed shim " + name +
-                      ", which would bind to libtorch, not the slim shims; rebuild the blob "
-                      "with the private shim prefix");
-    }
-    void* address = dlsym(RTLD_DEFAULT, name.c_str());
-    if (address == nullptr) {
-      return fail(SHIMKIT_E_MISSING_SHIM,
-                  "blob: imports " + name +
-                      ", which neither the slim shims nor any loaded library provide");
-    }
-    if (is_shim_family(bare)) {
-      const std::string where = object_of(address);
-      if (where != prov.path) {
-        return fail(SHIMKIT_E_MISSING_SHIM, "blob: shim " + name + " would bind to " + where +
-                                                " instead of " + prov.path);
-      }
-    }
+    const bool prefixed = shimkit::loader::strip_prefix(name, &bare);
+    rc = shimkit::loader::check_import(
+        name, bare, prefixed, prov.path, /*resolve_others=*/true,
+        "which neither the slim shims nor any loaded library provide", &error);
+    if (rc != SHIMKIT_OK) return fail(rc, error);
   }
   return SHIMKIT_OK;
 }
@@ -173,11 +114,6 @@ struct shimkit_model {
 
 namespace {
 
-template <typename Fn>
-Fn resolve(void* dl, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(dl, name));
-}
-
 int load(const void* bytes, size_t size, shimkit_model** out) {
   if (out == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null output pointer");
   *out = nullptr;
@@ -185,23 +121,18 @@ int load(const void* bytes, size_t size, shimkit_model** out) {
   if (checked != SHIMKIT_OK) return checked;
   auto model = std::make_unique<shimkit_model>();
   std::string error;
-  if (!model->file.write(bytes, size, &error)) return fail(SHIMKIT_E_IO, error);
-  dlerror();
-  model->dl = dlopen(model->file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (model->dl == nullptr) {
-    const char* e = dlerror();
-    return fail(SHIMKIT_E_DLOPEN, std::string("blob: dlopen failed: ") + (e ? e : "?"));
-  }
-  model->create = resolve<CreateWithDeviceFn>(model->dl, kRequiredEntries[0]);
-  model->destroy = resolve<DeleteFn>(model->dl, kRequiredEntries[1]);
-  model->run = resolve<RunFn>(model->dl, kRequiredEntries[2]);
-  model->num_inputs_fn = resolve<CountFn>(model->dl, kRequiredEntries[3]);
-  model->num_outputs_fn = resolve<CountFn>(model->dl, kRequiredEntries[4]);
-  model->input_name_fn = resolve<NameFn>(model->dl, "AOTInductorModelContainerGetInputName");
-  if (!model->create || !model->destroy || !model->run || !model->num_inputs_fn ||
-      !model->num_outputs_fn) {
-    return fail(SHIMKIT_E_MISSING_ENTRY, "blob: required entry point did not resolve");
-  }
+  shimkit::loader::BlobEntries entries;
+  const int opened =
+      shimkit::loader::open_blob(bytes, size, &model->file, &model->dl, &entries, &error);
+  // Keep what resolved (the destructor deletes a container through `destroy`).
+  model->create = entries.create;
+  model->destroy = entries.destroy;
+  model->run = entries.run;
+  model->num_inputs_fn = entries.num_inputs;
+  model->num_outputs_fn = entries.num_outputs;
+  if (opened != SHIMKIT_OK) return fail(opened, error);
+  model->input_name_fn = reinterpret_cast<NameFn>(
+      dlsym(model->dl, "AOTInductorModelContainerGetInputName"));
   shimkit_shim_clear_error();
   if (model->create(&model->container, 1, "cpu", nullptr) != 0 || model->container == nullptr) {
     model->container = nullptr;
@@ -408,10 +339,8 @@ int shimkit_model_set_check_inputs(shimkit_model* model, int enabled) {
 }
 
 uintptr_t shimkit_model_load_base(const shimkit_model* model) {
-  if (model == nullptr || model->create == nullptr) return 0;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(model->create), &info) == 0) return 0;
-  return reinterpret_cast<uintptr_t>(info.dli_fbase);
+  if (model == nullptr) return 0;
+  return shimkit::loader::load_base_of(reinterpret_cast<void*>(model->create));
 }
 
 const char* shimkit_model_input_name(const shimkit_model* model, size_t index) {

@@ -11,32 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "runtime/blob_loader_common.h"
 #include "runtime/cuda/shimkit_cuda_runtime.h"
-#include "runtime/elf_imports.h"
 #include "runtime/temp_blob_file.h"
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 
-#define SHIMKIT_STR_IMPL(x) #x
-#define SHIMKIT_STR(x) SHIMKIT_STR_IMPL(x)
-#ifdef AOTI_SHIM_SYMBOL_PREFIX
-static const char kPrefix[] = SHIMKIT_STR(AOTI_SHIM_SYMBOL_PREFIX);
-#else
-static const char kPrefix[] = "";
-#endif
-
 namespace {
 
-using ContainerHandle = void*;
-using CreateWithDeviceFn = int32_t (*)(ContainerHandle*, size_t, const char*, const char*);
-using DeleteFn = int32_t (*)(ContainerHandle);
-using RunFn = int32_t (*)(ContainerHandle, AtenTensorHandle*, size_t, AtenTensorHandle*, size_t,
-                          void*, void*);
-using CountFn = int32_t (*)(ContainerHandle, size_t*);
-
-const char* const kRequiredEntries[] = {
-    "AOTInductorModelContainerCreateWithDevice", "AOTInductorModelContainerDelete",
-    "AOTInductorModelContainerRun", "AOTInductorModelContainerGetNumInputs",
-    "AOTInductorModelContainerGetNumOutputs"};
+using shimkit::loader::ContainerHandle;
+using shimkit::loader::CreateWithDeviceFn;
+using shimkit::loader::DeleteFn;
+using shimkit::loader::object_of;
+using shimkit::loader::RunFn;
 
 thread_local std::string g_error;
 
@@ -50,29 +36,12 @@ std::string shim_error() {
   return e[0] ? e : "no details";
 }
 
-bool is_shim_family(const std::string& bare) {
-  return bare.rfind("aoti_torch_", 0) == 0 || bare.rfind("torch_", 0) == 0 ||
-         bare.rfind("aoti_record_", 0) == 0;
-}
-
-std::string strip_prefix(const std::string& name, bool* prefixed) {
-  const size_t n = sizeof(kPrefix) - 1;
-  *prefixed = n > 0 && name.compare(0, n, kPrefix) == 0;
-  return *prefixed ? name.substr(n) : name;
-}
-
 // A blob built for CUDA calls CUDA guards/streams through the shims, or the
 // CUDA runtime/driver directly (cudaMalloc, cuLaunchKernel, ...).
 bool imports_cuda(const std::string& bare) {
   return bare.find("_cuda_") != std::string::npos || bare.rfind("cuda", 0) == 0 ||
          (bare.size() > 2 && bare[0] == 'c' && bare[1] == 'u' && bare[2] >= 'A' &&
           bare[2] <= 'Z');
-}
-
-std::string object_of(void* address) {
-  Dl_info info{};
-  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "?";
-  return info.dli_fname;
 }
 
 struct Environment {
@@ -109,38 +78,18 @@ const Environment& environment() {
 int check_blob(const void* bytes, size_t size) {
   shimkit::ElfSymbols syms;
   std::string error;
-  if (!shimkit::read_elf_symbols(static_cast<const unsigned char*>(bytes), size, &syms, &error)) {
-    return fail(SHIMKIT_E_BAD_BLOB, "blob: " + error);
-  }
-  for (const char* entry : kRequiredEntries) {
-    if (syms.exports.count(entry) == 0) {
-      return fail(SHIMKIT_E_MISSING_ENTRY, std::string("blob: missing required entry point ") +
-                                               entry + " (not an AOTInductor model .so?)");
-    }
-  }
+  int rc = shimkit::loader::read_blob_symbols(bytes, size, &syms, &error);
+  if (rc != SHIMKIT_OK) return fail(rc, error);
   const Environment& env = environment();
   bool cuda = false;
   for (const std::string& name : syms.unversioned_imports) {
-    bool prefixed = false;
-    const std::string bare = strip_prefix(name, &prefixed);
+    std::string bare;
+    const bool prefixed = shimkit::loader::strip_prefix(name, &bare);
     cuda = cuda || imports_cuda(bare);
-    if (is_shim_family(bare) && !prefixed) {
-      return fail(SHIMKIT_E_MISSING_SHIM,
-                  "blob: imports unprefixed shim " + name +
-                      ", which would bind to libtorch, not the slim shims; rebuild the blob "
-                      "with the private shim prefix");
-    }
-    if (!is_shim_family(bare)) continue;
-    void* address = dlsym(RTLD_DEFAULT, name.c_str());
-    if (address == nullptr) {
-      return fail(SHIMKIT_E_MISSING_SHIM,
-                  "blob: imports " + name + ", which the slim CUDA shims do not provide");
-    }
-    const std::string where = object_of(address);
-    if (where != env.provider) {
-      return fail(SHIMKIT_E_MISSING_SHIM,
-                  "blob: shim " + name + " would bind to " + where + " instead of " + env.provider);
-    }
+    rc = shimkit::loader::check_import(name, bare, prefixed, env.provider,
+                                       /*resolve_others=*/false,
+                                       "which the slim CUDA shims do not provide", &error);
+    if (rc != SHIMKIT_OK) return fail(rc, error);
   }
   if (!cuda) {
     return fail(SHIMKIT_E_DEVICE,
@@ -202,21 +151,15 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
   auto model = std::make_unique<shimkit_cuda_model>();
   model->device = device_index;
   std::string error;
-  if (!model->file.write(bytes, size, &error)) return fail(SHIMKIT_E_IO, error);
-  dlerror();
-  model->dl = dlopen(model->file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (model->dl == nullptr) {
-    const char* e = dlerror();
-    return fail(SHIMKIT_E_DLOPEN, std::string("blob: dlopen failed: ") + (e ? e : "?"));
-  }
-  model->create = reinterpret_cast<CreateWithDeviceFn>(dlsym(model->dl, kRequiredEntries[0]));
-  model->destroy = reinterpret_cast<DeleteFn>(dlsym(model->dl, kRequiredEntries[1]));
-  model->run = reinterpret_cast<RunFn>(dlsym(model->dl, kRequiredEntries[2]));
-  auto num_in = reinterpret_cast<CountFn>(dlsym(model->dl, kRequiredEntries[3]));
-  auto num_out = reinterpret_cast<CountFn>(dlsym(model->dl, kRequiredEntries[4]));
-  if (!model->create || !model->destroy || !model->run || !num_in || !num_out) {
-    return fail(SHIMKIT_E_MISSING_ENTRY, "blob: required entry point did not resolve");
-  }
+  shimkit::loader::BlobEntries entries;
+  const int opened =
+      shimkit::loader::open_blob(bytes, size, &model->file, &model->dl, &entries, &error);
+  model->create = entries.create;
+  model->destroy = entries.destroy;
+  model->run = entries.run;
+  if (opened != SHIMKIT_OK) return fail(opened, error);
+  const shimkit::loader::CountFn num_in = entries.num_inputs;
+  const shimkit::loader::CountFn num_out = entries.num_outputs;
   shimkit_shim_clear_error();
   const std::string device = "cuda:" + std::to_string(device_index);
   if (model->create(&model->container, 1, device.c_str(), nullptr) != 0 ||
@@ -348,10 +291,8 @@ size_t shimkit_cuda_model_num_outputs(const shimkit_cuda_model* model) {
 }
 
 uintptr_t shimkit_cuda_model_load_base(const shimkit_cuda_model* model) {
-  if (model == nullptr || model->create == nullptr) return 0;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(model->create), &info) == 0) return 0;
-  return reinterpret_cast<uintptr_t>(info.dli_fbase);
+  if (model == nullptr) return 0;
+  return shimkit::loader::load_base_of(reinterpret_cast<void*>(model->create));
 }
 
 int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inputs,
