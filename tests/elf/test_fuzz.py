@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
+from array import array
 from pathlib import Path
 
 import pytest
@@ -225,6 +226,10 @@ def test_string_table_lookup_equals_slicing(
         offsets = list(dict.fromkeys(offsets))
     want = sorted(_naive_string(strtab, o) for o in offsets)
     assert sorted(StringTable(strtab).names(offsets)) == want
+    # selected(): the same offsets picked by a selector out of a larger table column
+    column = array("I", [o for off in offsets for o in (off, (off * 7 + 3) % len(strtab))])
+    selector = bytes([1, 0] * len(offsets))
+    assert sorted(StringTable(strtab).selected(column, selector)) == want
     padded = StringTable(strtab + b"\0" * 4096)  # few names for its size: the slicing path
     assert sorted(padded.names(offsets)) == want
 

@@ -296,6 +296,22 @@ class StringTable:
         starts.pop()  # accumulate's last value is past the end
         return starts
 
+    def selected(self, offsets: array[int], selector: bytes) -> list[str]:
+        """The strings at offsets[i] for each i with selector[i] == 1, in no particular order.
+
+        When most pieces are selected (the exports of a big library), no set of the
+        selected offsets is built: the selected offsets are removed from the set of
+        piece starts, and what is left (few) is cut out of the piece list.
+        """
+        count = selector.count(1)
+        if count * 16 >= len(self.text) // 64:
+            starts = self._starts()
+            unwanted = set(starts)
+            unwanted.difference_update(compress(offsets, selector))
+            if len(starts) - len(unwanted) == count:  # distinct offsets, each starts a piece
+                return self._decoded(self._all_but(starts, unwanted))
+        return self.names(list(compress(offsets, selector)))
+
     def names(self, offsets: list[int]) -> list[str]:
         """The string at each offset, in no particular order (callers sort)."""
         found: list[str | bytes | None]
@@ -304,12 +320,8 @@ class StringTable:
         elif len(wanted := set(offsets)) == len(offsets):  # each offset once (the usual case)
             pieces, starts = self.pieces(), self._starts()
             unwanted = set(starts).difference(wanted)  # both walked in slot order: cache-friendly
-            if len(starts) - len(unwanted) == len(wanted):
-                # Every offset starts a piece: keep all pieces but the (few) unwanted ones,
-                # copying the runs between them; no per-piece lookups.
-                cuts = sorted(map(bisect_left, repeat(starts), unwanted))
-                runs = pairwise([-1, *cuts, len(pieces)])
-                found = list(chain.from_iterable(pieces[a + 1 : b] for a, b in runs))
+            if len(starts) - len(unwanted) == len(wanted):  # every offset starts a piece
+                found = self._all_but(starts, unwanted)
             else:  # some offsets point inside a piece (a shared tail): slice those
                 found = list(compress(pieces, map(wanted.__contains__, starts)))
                 found += map(self._slice, sorted(wanted.difference(starts)))
@@ -319,6 +331,17 @@ class StringTable:
             found = [
                 self._slice(o) if p is None else p for o, p in zip(offsets, found, strict=True)
             ]
+        return self._decoded(found)
+
+    def _all_but(self, starts: list[int], unwanted: set[int]) -> list[str | bytes | None]:
+        """Every piece but those starting at `unwanted` (a subset of `starts`): the runs
+        between them are copied whole, no per-piece work."""
+        pieces = self.pieces()
+        cuts = sorted(map(bisect_left, repeat(starts), unwanted))
+        runs = pairwise([-1, *cuts, len(pieces)])
+        return list(chain.from_iterable(pieces[a + 1 : b] for a, b in runs))
+
+    def _decoded(self, found: list[str | bytes | None]) -> list[str]:
         if isinstance(self.text, str):
             return found  # type: ignore[return-value]
         return [piece.decode("utf-8", "surrogateescape") for piece in found]  # type: ignore[union-attr]
@@ -371,8 +394,8 @@ def _symbols(
     )
     exported = _and(defined, _bytes_of(table_bytes, info, want, _NOT_LOCAL))
     strtab = StringTable(data[str_off : str_off + str_size])
-    imports = strtab.names(list(compress(st_name, defined.translate(_FLIP))))
-    return list(filter(None, imports)), strtab.names(list(compress(st_name, exported)))
+    imports = strtab.selected(st_name, defined.translate(_FLIP))
+    return list(filter(None, imports)), strtab.selected(st_name, exported)
 
 
 def _bytes_of(table: bytes | memoryview, offset: int, stride: int, table_map: bytes) -> bytes:
