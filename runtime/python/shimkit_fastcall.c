@@ -1,8 +1,9 @@
 /* _shimkit_fastcall: the hot call of shimkit.runtime.Model, in C.
  *
- * A Runner shares the ctypes descriptor arrays of one Model (inputs, outputs,
- * copied flags) and calls shimkit_model_run_into through a function pointer
- * (so this module does not link the runtime: any variant, any $SHIMKIT_LIB_DIR).
+ * A Runner shares the ctypes descriptor arrays of one Model (inputs, outputs)
+ * and calls shimkit_model_run through a function pointer (so this module does
+ * not link the runtime: any variant, any $SHIMKIT_LIB_DIR), then copies each
+ * output from model-owned memory into a numpy array with one memcpy.
  *
  * Runner.run(inputs) handles only the common case and returns:
  *   a list of numpy arrays   every output copied into an array only the caller
@@ -28,16 +29,14 @@
 
 #include "runtime/shimkit_runtime.h"
 
-typedef int (*run_into_fn)(shimkit_model*, const shimkit_tensor*, size_t, shimkit_tensor*, size_t,
-                           uint8_t*);
+typedef int (*run_fn)(shimkit_model*, const shimkit_tensor*, size_t, shimkit_tensor*, size_t);
 
 typedef struct {
   PyObject_HEAD
-  run_into_fn run_into;
+  run_fn run;
   shimkit_model* model;
   shimkit_tensor* inputs;
   shimkit_tensor* outputs;
-  uint8_t* copied;
   Py_ssize_t num_inputs;
   Py_ssize_t num_outputs;
   PyObject* owner;    /* keeps the descriptor memory alive */
@@ -68,17 +67,17 @@ static void Runner_dealloc(Runner* self) {
 }
 
 static int Runner_init(Runner* self, PyObject* args, PyObject* kwds) {
-  unsigned long long fn = 0, model = 0, in_addr = 0, out_addr = 0, copied_addr = 0;
+  unsigned long long fn = 0, model = 0, in_addr = 0, out_addr = 0;
   Py_ssize_t n_in = 0, n_out = 0;
   PyObject* owner = NULL;
-  static char* kwlist[] = {"run_into", "model",   "inputs", "num_inputs", "outputs",
-                           "num_outputs", "copied", "owner", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKKnKnKO", kwlist, &fn, &model, &in_addr, &n_in,
-                                   &out_addr, &n_out, &copied_addr, &owner)) {
+  static char* kwlist[] = {"run",     "model",       "inputs", "num_inputs",
+                           "outputs", "num_outputs", "owner",  NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKKnKnO", kwlist, &fn, &model, &in_addr, &n_in,
+                                   &out_addr, &n_out, &owner)) {
     return -1;
   }
   if (fn == 0 || model == 0 || n_in < 0 || n_out < 0 || (n_in > 0 && in_addr == 0) ||
-      out_addr == 0 || copied_addr == 0) {
+      out_addr == 0) {
     PyErr_SetString(PyExc_ValueError, "Runner: null pointer or negative count");
     return -1;
   }
@@ -86,11 +85,10 @@ static int Runner_init(Runner* self, PyObject* args, PyObject* kwds) {
     PyErr_SetString(PyExc_RuntimeError, "Runner: already initialised");
     return -1;
   }
-  self->run_into = (run_into_fn)(uintptr_t)fn;
+  self->run = (run_fn)(uintptr_t)fn;
   self->model = (shimkit_model*)(uintptr_t)model;
   self->inputs = (shimkit_tensor*)(uintptr_t)in_addr;
   self->outputs = (shimkit_tensor*)(uintptr_t)out_addr;
-  self->copied = (uint8_t*)(uintptr_t)copied_addr;
   self->num_inputs = n_in;
   self->num_outputs = n_out;
   self->in_type = PyMem_Malloc(sizeof(int) * (size_t)(n_in + 1));
@@ -236,6 +234,45 @@ static int qualifies(const Runner* self, PyObject* inputs) {
   return 1;
 }
 
+/* Whether model output `d` has output i's expected dtype, ndim and sizes. */
+static int same_geometry(const Runner* self, Py_ssize_t i, const shimkit_tensor* d) {
+  const int nd = self->out_nd[i];
+  if (d->ndim != nd || d->dtype != self->out_code[i] || d->data == NULL) return 0;
+  const npy_intp* dims = self->out_dims + i * SHIMKIT_MAX_DIMS;
+  for (int k = 0; k < nd; ++k) {
+    if (d->sizes[k] != dims[k]) return 0;
+  }
+  return 1;
+}
+
+/* Copies model output `d` (any strides, in elements) into the C-contiguous `dst`. */
+static void copy_output(const shimkit_tensor* d, char* dst, size_t itemsize, size_t nbytes) {
+  const int nd = d->ndim;
+  int64_t stride = 1;
+  int contiguous = 1;
+  for (int k = nd - 1; k >= 0; --k) {
+    if (d->sizes[k] != 1 && d->strides[k] != stride) contiguous = 0;
+    stride *= d->sizes[k];
+  }
+  if (nbytes == 0) return;
+  if (contiguous) {
+    memcpy(dst, d->data, nbytes);
+    return;
+  }
+  int64_t index[SHIMKIT_MAX_DIMS] = {0};
+  const char* src = (const char*)d->data;
+  const size_t count = nbytes / itemsize;
+  for (size_t n = 0; n < count; ++n) {
+    int64_t offset = 0;
+    for (int k = 0; k < nd; ++k) offset += index[k] * d->strides[k];
+    memcpy(dst + n * itemsize, src + offset * (int64_t)itemsize, itemsize);
+    for (int k = nd - 1; k >= 0; --k) {
+      if (++index[k] < d->sizes[k]) break;
+      index[k] = 0;
+    }
+  }
+}
+
 static PyObject* run_locked(Runner* self, PyObject* inputs, int* keep_lock) {
   *keep_lock = 0;
   if (!qualifies(self, inputs)) Py_RETURN_NONE;
@@ -250,35 +287,34 @@ static PyObject* run_locked(Runner* self, PyObject* inputs, int* keep_lock) {
       Py_DECREF(results);
       return NULL;
     }
-    /* The runtime copies into `data` only if the result has exactly the
-     * descriptor's ndim, sizes and dtype: describe the array we allocated. */
-    shimkit_tensor* desc = &self->outputs[i];
-    desc->data = PyArray_DATA((PyArrayObject*)out);
-    desc->ndim = self->out_nd[i];
-    desc->dtype = self->out_code[i];
-    const npy_intp* dims = self->out_dims + i * SHIMKIT_MAX_DIMS;
-    for (int d = 0; d < self->out_nd[i]; ++d) desc->sizes[d] = dims[d];
     PyList_SET_ITEM(results, i, out);
   }
   int rc;
   /* The inputs tuple (and so every input array) is owned by our caller for
    * the whole call; the output arrays by `results`. */
   Py_BEGIN_ALLOW_THREADS
-  rc = self->run_into(self->model, self->inputs, (size_t)self->num_inputs, self->outputs,
-                      (size_t)self->num_outputs, self->copied);
+  rc = self->run(self->model, self->inputs, (size_t)self->num_inputs, self->outputs,
+                 (size_t)self->num_outputs);
   Py_END_ALLOW_THREADS
   ++self->fast_calls;
   if (rc != 0) {
     Py_DECREF(results);
     return PyLong_FromLong(rc);
   }
+  /* The outputs live in model-owned memory until the next run (we hold the
+   * lock): copy each into its array if it has exactly the expected dtype and
+   * sizes (any strides), else leave it to the caller. */
   int partial = 0;
   for (Py_ssize_t i = 0; i < self->num_outputs; ++i) {
-    if (!self->copied[i]) {
-      Py_INCREF(Py_None);
-      PyList_SetItem(results, i, Py_None); /* drops the unused array */
-      partial = 1;
+    PyArrayObject* out = (PyArrayObject*)PyList_GET_ITEM(results, i);
+    if (same_geometry(self, i, &self->outputs[i])) {
+      copy_output(&self->outputs[i], PyArray_DATA(out), (size_t)PyArray_ITEMSIZE(out),
+                  (size_t)PyArray_NBYTES(out));
+      continue;
     }
+    Py_INCREF(Py_None);
+    PyList_SetItem(results, i, Py_None); /* drops the unused array */
+    partial = 1;
   }
   if (!partial) return results;
   PyObject* wrapped = PyTuple_Pack(1, results);
@@ -354,9 +390,44 @@ static PyTypeObject RunnerType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* copy_output(src, dst): the output copy on a numpy array `src` (any strides
+ * that are whole elements) into the C-contiguous array `dst`; for tests. */
+static PyObject* module_copy_output(PyObject* module, PyObject* args) {
+  (void)module;
+  PyArrayObject *src, *dst;
+  if (!PyArg_ParseTuple(args, "O!O!", &PyArray_Type, &src, &PyArray_Type, &dst)) return NULL;
+  const npy_intp itemsize = PyArray_ITEMSIZE(src);
+  const int nd = PyArray_NDIM(src);
+  if (nd > SHIMKIT_MAX_DIMS || PyArray_ITEMSIZE(dst) != itemsize ||
+      PyArray_SIZE(dst) != PyArray_SIZE(src) || !PyArray_IS_C_CONTIGUOUS(dst) ||
+      !PyArray_ISWRITEABLE(dst)) {
+    PyErr_SetString(PyExc_ValueError, "copy_output: incompatible arrays");
+    return NULL;
+  }
+  shimkit_tensor d = {0};
+  d.data = PyArray_DATA(src);
+  d.ndim = nd;
+  for (int k = 0; k < nd; ++k) {
+    if (PyArray_STRIDES(src)[k] % itemsize != 0) {
+      PyErr_SetString(PyExc_ValueError, "copy_output: stride is not whole elements");
+      return NULL;
+    }
+    d.sizes[k] = PyArray_DIMS(src)[k];
+    d.strides[k] = PyArray_STRIDES(src)[k] / itemsize;
+  }
+  copy_output(&d, PyArray_DATA(dst), (size_t)itemsize, (size_t)PyArray_NBYTES(dst));
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"copy_output", module_copy_output, METH_VARARGS,
+     "copy_output(src, dst): the fast call's output copy (for tests)."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT, .m_name = "_shimkit_fastcall",
-    .m_doc = "Fast call path of shimkit.runtime.Model.", .m_size = -1};
+    .m_doc = "Fast call path of shimkit.runtime.Model.", .m_size = -1,
+    .m_methods = module_methods};
 
 PyMODINIT_FUNC PyInit__shimkit_fastcall(void) {
   import_array();

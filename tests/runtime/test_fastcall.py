@@ -167,3 +167,27 @@ def test_build_failure_falls_back_to_ctypes_with_one_warning(cases, monkeypatch)
             _close(model(*cases["mlp"].inputs), cases["mlp"].expected)
             _close(model(*cases["mlp"].inputs), cases["mlp"].expected)
             assert model.fast_calls == 0
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a,
+        lambda a: a.transpose(0, 2, 3, 1),  # channels_last-like permutation
+        lambda a: a[:, ::2, :, ::-1],  # steps and a negative stride
+        lambda a: a[:, :1],  # a size-1 dim with a large stride
+        lambda a: a.reshape(-1)[::3],
+    ],
+)
+def test_output_copy_handles_any_strides(libs, view: Any) -> None:
+    """The fast call copies model-owned outputs of any strides into C order."""
+    ext = fastcall.module()
+    assert ext is not None
+    src = view(np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5))
+    dst = np.empty(src.shape, src.dtype)
+    ext.copy_output(src, dst)
+    np.testing.assert_array_equal(dst, src)
+    wrong = np.zeros(src.shape, src.dtype)
+    ext.copy_output(np.ascontiguousarray(src[..., ::-1]) if src.ndim > 1 else src[::-1], wrong)
+    if src.size > 1:  # negative control: other data gives another copy
+        assert not np.array_equal(wrong, src)

@@ -120,14 +120,13 @@ class Model:
         ext = fastcall.module()
         if ext is not None:
             self._fast = ext.Runner(
-                ctypes.cast(self._run_into, ctypes.c_void_p).value,
+                ctypes.cast(self._rt.lib.shimkit_model_run, ctypes.c_void_p).value,
                 handle.value,
                 ctypes.addressof(self._in),
                 self.num_inputs,
                 ctypes.addressof(self._out),
                 self.num_outputs,
-                ctypes.addressof(self._copied),
-                (self._in, self._out, self._copied),
+                (self._in, self._out),
             )
             self._fast_run = self._fast.run
             # One lock for both paths: the Runner's, taken in C by its run and
