@@ -76,6 +76,53 @@ def export_program(torch: ModuleType, model: Any, inputs: tuple[Any, ...], label
     return exported
 
 
+def prepare_output(output: str | Path, force: bool) -> Path:
+    """`output` as a Path, refused unless it ends in .pt2 and may be (over)written."""
+    out = Path(output)
+    if out.suffix != ".pt2":
+        raise ShimkitError(f"{out}: the output must end in .pt2")
+    check_output(out, force)
+    return out
+
+
+def package_blobs(
+    torch: ModuleType,
+    exported: Any,
+    temp: Path,
+    options: dict[str, Any],
+    label: str,
+    location: Path,
+    show_progress: bool = False,
+) -> dict[str, BlobInfo]:
+    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`."""
+    try:
+        if show_progress:
+            with progress(f"compiling {label} with AOTInductor"):
+                torch._inductor.aoti_compile_and_package(
+                    exported, package_path=str(temp), inductor_configs=options
+                )
+        else:
+            torch._inductor.aoti_compile_and_package(
+                exported, package_path=str(temp), inductor_configs=options
+            )
+    except ShimkitError:
+        raise
+    except Exception as exc:
+        raise ShimkitError(f"{label}: AOTInductor compile failed: {one_paragraph(exc)}") from None
+    return {
+        name: parse_blob_info(data, f"{location}:{name}") for name, data in read_blobs(temp).items()
+    }
+
+
+def blob_problems(info: BlobInfo, config: ShimConfig, names: frozenset[str]) -> list[str]:
+    """Why a blob is not prefixed and libtorch-free with only AOTInductor* exports (or [])."""
+    problems = prefixed_blob_problems(info, config, names)
+    extra = unexpected_exports(info)
+    if extra:
+        problems.append(f"exports {len(extra)} non-AOTInductor symbol(s), e.g. {extra[0]}")
+    return problems
+
+
 def compile_exported(
     exported: Any,
     output: str | Path,
@@ -87,38 +134,14 @@ def compile_exported(
     """Compile an ExportedProgram into a prefixed .pt2 at `output` (atomically)."""
     torch = require_torch()
     config = config or load_config()
-    out = Path(output)
-    if out.suffix != ".pt2":
-        raise ShimkitError(f"{out}: the output must end in .pt2")
-    check_output(out, force)
+    out = prepare_output(output, force)
     names = shim_names(find_torch().include_dir)
     options, native = inductor_configs(torch, config, names)
     label = label or str(out)
     with staged_output(out) as temp:
-        try:
-            if show_progress:
-                with progress(f"compiling {label} with AOTInductor"):
-                    torch._inductor.aoti_compile_and_package(
-                        exported, package_path=str(temp), inductor_configs=options
-                    )
-            else:
-                torch._inductor.aoti_compile_and_package(
-                    exported, package_path=str(temp), inductor_configs=options
-                )
-        except ShimkitError:
-            raise
-        except Exception as exc:
-            raise ShimkitError(
-                f"{label}: AOTInductor compile failed: {one_paragraph(exc)}"
-            ) from None
-        blobs = {
-            name: parse_blob_info(data, f"{out}:{name}") for name, data in read_blobs(temp).items()
-        }
+        blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         for info in blobs.values():
-            problems = prefixed_blob_problems(info, config, frozenset(names))
-            extra = unexpected_exports(info)
-            if extra:
-                problems.append(f"exports {len(extra)} non-AOTInductor symbol(s), e.g. {extra[0]}")
+            problems = blob_problems(info, config, frozenset(names))
             if problems:
                 raise ShimkitError(
                     f"{info.location}: compiled blob is not prefixed: {'; '.join(problems)}"

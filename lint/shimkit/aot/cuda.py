@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shimkit.aot.blobinfo import (
-    BlobInfo,
-    parse_blob_info,
-    prefixed_blob_problems,
-    unexpected_exports,
+from shimkit.aot.blobinfo import BlobInfo
+from shimkit.aot.compile import (
+    blob_problems,
+    export_program,
+    inductor_configs,
+    package_blobs,
+    prepare_output,
 )
-from shimkit.aot.compile import export_program, inductor_configs
-from shimkit.aot.modelfile import one_paragraph
-from shimkit.aot.outputs import check_output, staged_output
-from shimkit.aot.pt2 import read_blobs
+from shimkit.aot.outputs import staged_output
 from shimkit.aot.torchenv import require_torch
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
@@ -71,37 +70,17 @@ def compile_cuda(
     """Export and compile `model` (CUDA inputs) into `output`; problems are listed, not raised."""
     torch = require_torch()
     config = config or load_config()
-    out = Path(output)
-    if out.suffix != ".pt2":
-        raise ShimkitError(f"{out}: the output must end in .pt2")
-    check_output(out, force)
+    out = prepare_output(output, force)
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
     names = shim_names(find_torch().include_dir)
     options, native = cuda_options(torch, config, names, prefixed)
     with staged_output(out) as temp:
-        try:
-            torch._inductor.aoti_compile_and_package(
-                exported, package_path=str(temp), inductor_configs=options
-            )
-        except Exception as exc:
-            raise ShimkitError(
-                f"{label}: AOTInductor compile failed: {one_paragraph(exc)}"
-            ) from None
-        blobs = {
-            name: parse_blob_info(data, f"{out}:{name}") for name, data in read_blobs(temp).items()
-        }
+        blobs = package_blobs(torch, exported, temp, options, label, out)
     problems: list[str] = []
     if prefixed:
         for info in blobs.values():
             problems += [
-                f"{info.location}: {p}"
-                for p in prefixed_blob_problems(info, config, frozenset(names))
+                f"{info.location}: {p}" for p in blob_problems(info, config, frozenset(names))
             ]
-            extra = unexpected_exports(info)
-            if extra:
-                problems.append(
-                    f"{info.location}: exports {len(extra)} non-AOTInductor symbol(s), "
-                    f"e.g. {extra[0]}"
-                )
     return CudaCompileResult(out, blobs, native, {k: str(v) for k, v in options.items()}, problems)
