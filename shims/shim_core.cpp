@@ -23,6 +23,27 @@ using shimkit::to_handle;
 namespace dt = shimkit::dtype;
 namespace dev = shimkit::device;
 
+namespace {
+
+// Guarded as `function`: *ret = read(tensor) (null handle or output: failure).
+template <typename T, typename Read>
+AOTITorchError read_attribute(const char* function, AtenTensorHandle tensor, T* ret, Read read) {
+  return shimkit::guard(function, [&]() {
+    check_out(ret);
+    *ret = read(as_tensor(tensor));
+  });
+}
+
+// Dimension `d` of `t`, negative counting from the end; throws when out of range.
+int64_t checked_dim(const SlimTensor& t, int64_t d) {
+  const int64_t nd = t.dim();
+  const int64_t w = d < 0 ? d + nd : d;
+  if (w < 0 || w >= nd) throw ShimError("dimension " + std::to_string(d) + " out of range");
+  return w;
+}
+
+}  // namespace
+
 extern "C" {
 
 const char* shimkit_shim_last_error(void) { return shimkit::g_last_error.c_str(); }
@@ -68,126 +89,74 @@ AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
 }
 
 AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).data_ptr();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.data_ptr(); });
 }
 
 AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    const SlimTensor& t = as_tensor(tensor);
-    *ret = t.defined() ? static_cast<int64_t>(t.storage()->nbytes()) : 0;
+  return read_attribute(__func__, tensor, ret, [](const SlimTensor& t) {
+    return t.defined() ? static_cast<int64_t>(t.storage()->nbytes()) : 0;
   });
 }
 
 AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    const SlimTensor& t = as_tensor(tensor);
-    *ret = t.defined() ? static_cast<int64_t>(t.storage()->nbytes() / t.itemsize()) : 0;
+  return read_attribute(__func__, tensor, ret, [](const SlimTensor& t) {
+    return t.defined() ? static_cast<int64_t>(t.storage()->nbytes() / t.itemsize()) : 0;
   });
 }
 
 AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).dim();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.dim(); });
 }
 
 AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).numel();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.numel(); });
 }
 
 AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).sizes_data();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.sizes_data(); });
 }
 
 AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    const SlimTensor& t = as_tensor(tensor);
-    const int64_t nd = t.dim();
-    const int64_t w = d < 0 ? d + nd : d;
-    if (w < 0 || w >= nd) throw ShimError("dimension " + std::to_string(d) + " out of range");
-    *ret = t.sizes()[w];
-  });
+  return read_attribute(__func__, tensor, ret,
+                        [d](const SlimTensor& t) { return t.sizes()[checked_dim(t, d)]; });
 }
 
 AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).strides_data();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.strides_data(); });
 }
 
 AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    const SlimTensor& t = as_tensor(tensor);
-    const int64_t nd = t.dim();
-    const int64_t w = d < 0 ? d + nd : d;
-    if (w < 0 || w >= nd) throw ShimError("dimension " + std::to_string(d) + " out of range");
-    *ret = t.strides()[w];
-  });
+  return read_attribute(__func__, tensor, ret,
+                        [d](const SlimTensor& t) { return t.strides()[checked_dim(t, d)]; });
 }
 
 AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).dtype();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.dtype(); });
 }
 
 AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).device_type();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.device_type(); });
 }
 
 AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).device_index();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.device_index(); });
 }
 
 AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    as_tensor(tensor);
-    *ret = shimkit::kLayoutStrided;
-  });
+  return read_attribute(__func__, tensor, ret,
+                        [](const SlimTensor&) { return shimkit::kLayoutStrided; });
 }
 
 AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).storage_offset();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.storage_offset(); });
 }
 
 AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).is_contiguous();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.is_contiguous(); });
 }
 
 AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret) {
-  return SHIMKIT_GUARD({
-    check_out(ret);
-    *ret = as_tensor(tensor).defined();
-  });
+  return read_attribute(__func__, tensor, ret, [](SlimTensor& t) { return t.defined(); });
 }
 
 AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig, AtenTensorHandle* ret) {

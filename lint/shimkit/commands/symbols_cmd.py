@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from itertools import compress
+from itertools import compress, islice
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
-from operator import ne
+from operator import eq, ne
 
 from shimkit.elf import ElfNames, InputError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK
@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _unique(names: list[str]) -> list[str]:
     """Sorted input -> sorted, without repeats (a name may have several versions).
 
-    Repeats are neighbours: compare each name with the one before (C loops, no hashing).
+    Repeats are neighbours: compare each name with the one before (C loops, no hashing);
+    without repeats (the usual case) the list itself comes back, not a copy.
     """
-    if len(names) < 2:
-        return list(names)
-    rest = names[1:]
-    return [names[0], *compress(rest, map(ne, rest, names))]
+    if not any(map(eq, islice(names, 1, None), names)):
+        return names
+    return [names[0], *compress(islice(names, 1, None), map(ne, islice(names, 1, None), names))]
 
 
 def artifact_record(image: ElfNames) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left
-from itertools import accumulate, chain, compress, pairwise, repeat
+from itertools import accumulate, compress, repeat
 from itertools import count as naturals
 from operator import add
 
@@ -334,12 +334,16 @@ class StringTable:
         return self._decoded(found)
 
     def _all_but(self, starts: list[int], unwanted: set[int]) -> list[str | bytes | None]:
-        """Every piece but those starting at `unwanted` (a subset of `starts`): the runs
-        between them are copied whole, no per-piece work."""
-        pieces = self.pieces()
-        cuts = sorted(map(bisect_left, repeat(starts), unwanted))
-        runs = pairwise([-1, *cuts, len(pieces)])
-        return list(chain.from_iterable(pieces[a + 1 : b] for a, b in runs))
+        """Every piece but those starting at `unwanted` (a subset of `starts`), in no
+        particular order: the piece list itself, each unwanted piece swapped with the
+        last one and dropped (no copy, no pass over the kept pieces). Consumes the list."""
+        pieces: list[str | bytes | None] = self.pieces()  # type: ignore[assignment]
+        self._pieces = None
+        for index in sorted(map(bisect_left, repeat(starts), unwanted), reverse=True):
+            last = pieces.pop()  # indices above `index` are gone: `last` is kept or is `index`
+            if index < len(pieces):
+                pieces[index] = last
+        return pieces
 
     def _decoded(self, found: list[str | bytes | None]) -> list[str]:
         if isinstance(self.text, str):
