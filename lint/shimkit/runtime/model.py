@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -129,6 +130,7 @@ class Model:
                 (self._in, self._out),
             )
             self._fast_run = self._fast.run
+            _install_fast_method(ext)
             # One lock for both paths: the Runner's, taken in C by its run and
             # by `with self._lock` here (the GIL is released while waiting).
             self._lock = self._fast
@@ -224,7 +226,9 @@ class Model:
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
         # The descriptors are per model and both paths drop the GIL during the
         # run: one call at a time per Model (the C side serialises runs too).
-        # The fast path takes that lock itself, in C.
+        # The fast path takes that lock itself, in C. Once the extension is
+        # loaded, the class's __call__ is its FastMethod, which does what this
+        # does without a Python frame and calls this one when there is no Runner.
         result = self._fast_run(inputs)
         if type(result) is list:
             return result
@@ -334,6 +338,13 @@ class Model:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
             self.close()
+
+
+def _install_fast_method(ext: ModuleType) -> None:
+    """From now on Model.__call__ is the extension's FastMethod (same behaviour, in C)."""
+    current = Model.__dict__["__call__"]
+    if not isinstance(current, ext.FastMethod):
+        setattr(Model, "__call__", ext.FastMethod(current))  # noqa: B010
 
 
 def load(path: str | os.PathLike[str], *, variant: str = "release", lint: bool = True) -> Model:
