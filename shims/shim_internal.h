@@ -31,6 +31,42 @@ inline void check_out(T* ptr) {
   if (ptr == nullptr) throw ShimError("null output pointer");
 }
 
+// create_tensor_from_blob's shape arguments: 0..64 dims, sizes and strides given.
+inline void check_blob_shape(int64_t ndim, const int64_t* sizes, const int64_t* strides) {
+  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions");
+  if (ndim > 0 && (sizes == nullptr || strides == nullptr)) {
+    throw ShimError("null sizes or strides");
+  }
+}
+
+// Bytes from the storage base `data` that a view of (sizes, strides,
+// storage_offset) reaches; throws on a negative size or stride, or on null
+// data for a view that reaches any byte.
+inline size_t blob_nbytes(const void* data, int64_t ndim, const int64_t* sizes,
+                          const int64_t* strides, int64_t storage_offset, int32_t dtype) {
+  int64_t span = 1;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (sizes[i] < 0 || strides[i] < 0) throw ShimError("negative size or stride");
+    if (sizes[i] == 0) span = 0;
+  }
+  if (span != 0) {
+    for (int64_t i = 0; i < ndim; ++i) span += (sizes[i] - 1) * strides[i];
+  }
+  const size_t nbytes = static_cast<size_t>(storage_offset + span) * element_size(dtype);
+  if (data == nullptr && nbytes != 0) throw ShimError("null data");
+  return nbytes;
+}
+
+// create_tensor_from_blob_v2 takes only strided tensors without opaque
+// metadata; otherwise false, with the last error set for `function`.
+inline bool plain_strided_blob(const char* function, int32_t layout,
+                               int64_t opaque_metadata_size) {
+  if (layout == kLayoutStrided && opaque_metadata_size == 0) return true;
+  set_last_error(std::string(function) +
+                 ": only strided tensors without opaque metadata are supported");
+  return false;
+}
+
 // Runs `body`; no exception escapes. Returns AOTI_TORCH_SUCCESS or FAILURE.
 template <typename F>
 inline AOTITorchError guard(const char* function, F&& body) noexcept {

@@ -161,21 +161,10 @@ AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
   return SHIMKIT_GUARD({
     check_out(ret);
     check_supported_device(device_type, device_index);
-    if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions");
-    if (ndim > 0 && (sizes_ptr == nullptr || strides_ptr == nullptr)) {
-      throw ShimError("null sizes or strides");
-    }
+    shimkit::check_blob_shape(ndim, sizes_ptr, strides_ptr);
     if (storage_offset < 0) throw ShimError("negative storage offset");
-    int64_t span = 1;
-    for (int64_t i = 0; i < ndim; ++i) {
-      if (sizes_ptr[i] < 0 || strides_ptr[i] < 0) throw ShimError("negative size or stride");
-      if (sizes_ptr[i] == 0) span = 0;
-    }
-    if (span != 0) {
-      for (int64_t i = 0; i < ndim; ++i) span += (sizes_ptr[i] - 1) * strides_ptr[i];
-    }
-    const size_t nbytes = static_cast<size_t>(storage_offset + span) * shimkit::element_size(dtype);
-    if (data == nullptr && nbytes != 0) throw ShimError("null data");
+    const size_t nbytes =
+        shimkit::blob_nbytes(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype);
     // `data` is device memory the caller keeps alive (the blob's constants).
     *ret = to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes), sizes_ptr, strides_ptr,
                                 ndim, storage_offset, dtype, device_type, device_index));
@@ -187,10 +176,8 @@ AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
     AtenTensorHandle* ret, int32_t layout, const uint8_t* opaque_metadata,
     int64_t opaque_metadata_size) {
-  if (layout != shimkit::kLayoutStrided || opaque_metadata_size != 0) {
-    (void)opaque_metadata;
-    shimkit::set_last_error(std::string(__func__) +
-                            ": only strided tensors without opaque metadata are supported");
+  (void)opaque_metadata;
+  if (!shimkit::plain_strided_blob(__func__, layout, opaque_metadata_size)) {
     return AOTI_TORCH_FAILURE;
   }
   return aoti_torch_create_tensor_from_blob(data, ndim, sizes_ptr, strides_ptr, storage_offset,
