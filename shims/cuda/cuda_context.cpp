@@ -136,6 +136,23 @@ size_t geometry_bytes(const std::vector<int64_t>& sizes, const std::vector<int64
   return static_cast<size_t>(span) * element_size(dtype);
 }
 
+// A new tensor's sizes, strides (contiguous when null) and the bytes they span.
+struct Geometry {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  size_t nbytes = 0;
+};
+
+Geometry new_geometry(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype) {
+  checked_dim(ndim);
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  Geometry g;
+  g.sizes.assign(sizes, sizes + ndim);
+  g.strides = strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(g.sizes);
+  g.nbytes = geometry_bytes(g.sizes, g.strides, dtype);
+  return g;
+}
+
 }  // namespace
 
 int32_t current_device() {
@@ -213,26 +230,16 @@ void empty_cache() {
 
 SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
                         int32_t device_index) {
-  checked_dim(ndim);
-  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
-  std::vector<int64_t> sz(sizes, sizes + ndim);
-  std::vector<int64_t> st =
-      strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(sz);
-  const size_t nbytes = geometry_bytes(sz, st, dtype);
-  return SlimTensor(device_storage(nbytes, device_index), sz.data(), st.data(), ndim, 0, dtype,
-                    device::kCUDA, device_index);
+  const Geometry g = new_geometry(sizes, strides, ndim, dtype);
+  return SlimTensor(device_storage(g.nbytes, device_index), g.sizes.data(), g.strides.data(), ndim,
+                    0, dtype, device::kCUDA, device_index);
 }
 
 SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
                         int32_t dtype) {
-  checked_dim(ndim);
-  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
-  std::vector<int64_t> sz(sizes, sizes + ndim);
-  std::vector<int64_t> st =
-      strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(sz);
-  const size_t nbytes = geometry_bytes(sz, st, dtype);
-  return SlimTensor(pinned_storage(nbytes), sz.data(), st.data(), ndim, 0, dtype, device::kCPU,
-                    -1);
+  const Geometry g = new_geometry(sizes, strides, ndim, dtype);
+  return SlimTensor(pinned_storage(g.nbytes), g.sizes.data(), g.strides.data(), ndim, 0, dtype,
+                    device::kCPU, -1);
 }
 
 bool is_cuda(const SlimTensor& t) { return t.device_type() == device::kCUDA; }
