@@ -7,24 +7,12 @@ cc_library over the wheel's `include/` and `lib/libtorch_cpu.so`,
 build against it. Machine-local by design, like Bazel's local C++ toolchain.
 """
 
-_ENV = "SHIMKIT_PYTHON"
+load("//rules:python_interpreter.bzl", "PYTHON_ENV", "find_python")
 
 _PROBE = "import os, torch; print(os.path.dirname(torch.__file__)); print(torch.__version__)"
 
-def _find_python(rctx):
-    explicit = rctx.os.environ.get(_ENV, "")
-    if explicit:
-        return explicit
-    venv = rctx.path(Label("@//:WORKSPACE")).dirname.get_child(".venv").get_child("bin").get_child("python")
-    if venv.exists:
-        return str(venv)
-    found = rctx.which("python3")
-    if found == None:
-        fail("torch_wheel_repository: no Python found: set %s or run tools/bootstrap.sh" % _ENV)
-    return str(found)
-
 def _torch_wheel_repository_impl(rctx):
-    python = _find_python(rctx)
+    python = find_python(rctx, "torch_wheel_repository: ")
     result = rctx.execute([python, "-c", _PROBE])
     if result.return_code != 0:
         lines = result.stderr.strip().splitlines() or ["(no output)"]
@@ -50,7 +38,7 @@ cc_library(
 
 torch_wheel_repository = repository_rule(
     implementation = _torch_wheel_repository_impl,
-    environ = [_ENV],
+    environ = [PYTHON_ENV],
     local = True,
     doc = "The installed torch wheel's headers and libraries (see module docstring).",
 )

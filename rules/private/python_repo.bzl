@@ -7,26 +7,10 @@ linter with it. Like Bazel's local C++ toolchain, it is machine-local by
 design: the lint action itself declares every input and uses relative paths.
 """
 
-_ENV = "SHIMKIT_PYTHON"
-
-def _find_python(rctx):
-    explicit = rctx.os.environ.get(_ENV, "")
-    if explicit:
-        path = rctx.path(explicit)
-        if not path.exists:
-            fail("%s=%s does not exist" % (_ENV, explicit))
-        return str(path)
-    workspace = rctx.path(Label("@//:WORKSPACE")).dirname
-    venv = workspace.get_child(".venv").get_child("bin").get_child("python")
-    if venv.exists:
-        return str(venv)
-    found = rctx.which("python3")
-    if found == None:
-        fail("no Python found: set %s, run tools/bootstrap.sh, or install python3" % _ENV)
-    return str(found)
+load("//rules:python_interpreter.bzl", "PYTHON_ENV", "find_python")
 
 def _shimkit_python_repository_impl(rctx):
-    python = _find_python(rctx)
+    python = find_python(rctx)
 
     # A launcher, not a symlink: a venv interpreter must keep its own path to
     # find its site-packages.
@@ -48,7 +32,7 @@ def _shimkit_python_repository_impl(rctx):
 
 shimkit_python_repository = repository_rule(
     implementation = _shimkit_python_repository_impl,
-    environ = [_ENV],
+    environ = [PYTHON_ENV],
     local = True,
     doc = "Locates the Python interpreter with shimkit's dependencies (see module docstring).",
 )
