@@ -222,11 +222,10 @@ static PyObject* output_array(Runner* self, Py_ssize_t i) {
   return out;
 }
 
-static int qualifies(const Runner* self, PyObject* inputs) {
-  if (self->model == NULL) return 0;
-  if (!PyTuple_Check(inputs) || PyTuple_GET_SIZE(inputs) != self->num_inputs) return 0;
-  for (Py_ssize_t i = 0; i < self->num_inputs; ++i) {
-    if (!input_ok(self, i, PyTuple_GET_ITEM(inputs, i))) return 0;
+static int qualifies(const Runner* self, PyObject* const* inputs, Py_ssize_t n) {
+  if (self->model == NULL || n != self->num_inputs) return 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!input_ok(self, i, inputs[i])) return 0;
   }
   for (Py_ssize_t i = 0; i < self->num_outputs; ++i) {
     if (self->out_type[i] < 0) return 0;
@@ -273,11 +272,13 @@ static void copy_output(const shimkit_tensor* d, char* dst, size_t itemsize, siz
   }
 }
 
-static PyObject* run_locked(Runner* self, PyObject* inputs, int* keep_lock) {
+/* `inputs` (n of them) are borrowed: the caller keeps them alive for the call. */
+static PyObject* run_locked(Runner* self, PyObject* const* inputs, Py_ssize_t n,
+                            int* keep_lock) {
   *keep_lock = 0;
-  if (!qualifies(self, inputs)) Py_RETURN_NONE;
-  for (Py_ssize_t i = 0; i < self->num_inputs; ++i) {
-    self->inputs[i].data = PyArray_DATA((PyArrayObject*)PyTuple_GET_ITEM(inputs, i));
+  if (!qualifies(self, inputs, n)) Py_RETURN_NONE;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    self->inputs[i].data = PyArray_DATA((PyArrayObject*)inputs[i]);
   }
   PyObject* results = PyList_New(self->num_outputs);
   if (results == NULL) return NULL;
@@ -290,8 +291,8 @@ static PyObject* run_locked(Runner* self, PyObject* inputs, int* keep_lock) {
     PyList_SET_ITEM(results, i, out);
   }
   int rc;
-  /* The inputs tuple (and so every input array) is owned by our caller for
-   * the whole call; the output arrays by `results`. */
+  /* The input arrays are kept alive by our caller for the whole call; the
+   * output arrays by `results`. */
   Py_BEGIN_ALLOW_THREADS
   rc = self->run(self->model, self->inputs, (size_t)self->num_inputs, self->outputs,
                  (size_t)self->num_outputs);
@@ -323,12 +324,17 @@ static PyObject* run_locked(Runner* self, PyObject* inputs, int* keep_lock) {
   return wrapped;
 }
 
-static PyObject* Runner_run(Runner* self, PyObject* inputs) {
+static PyObject* run_args(Runner* self, PyObject* const* inputs, Py_ssize_t n) {
   lock_runner(self);
   int keep_lock = 0;
-  PyObject* result = run_locked(self, inputs, &keep_lock);
+  PyObject* result = run_locked(self, inputs, n, &keep_lock);
   if (!keep_lock) PyThread_release_lock(self->lock);
   return result;
+}
+
+static PyObject* Runner_run(Runner* self, PyObject* inputs) {
+  if (!PyTuple_Check(inputs)) Py_RETURN_NONE;
+  return run_args(self, &PyTuple_GET_ITEM(inputs, 0), PyTuple_GET_SIZE(inputs));
 }
 
 static PyObject* Runner_enter(Runner* self, PyObject* unused) {
@@ -421,20 +427,23 @@ static PyObject* FastMethod_vectorcall(FastMethod* self, PyObject* const* args, 
     Py_XDECREF(runner);
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
   }
+  /* args[1:] stay alive for the call: the caller owns them. */
+  PyObject* result = run_args((Runner*)runner, args + 1, nargs - 1);
+  if (result == NULL || PyList_CheckExact(result)) {
+    Py_DECREF(runner);
+    return result;
+  }
   PyObject* inputs = PyTuple_New(nargs - 1);
   if (inputs == NULL) {
+    if (PyTuple_Check(result)) PyThread_release_lock(((Runner*)runner)->lock); /* partial */
     Py_DECREF(runner);
+    Py_DECREF(result);
     return NULL;
   }
+  Py_DECREF(runner);
   for (Py_ssize_t i = 1; i < nargs; ++i) {
     Py_INCREF(args[i]);
     PyTuple_SET_ITEM(inputs, i - 1, args[i]);
-  }
-  PyObject* result = Runner_run((Runner*)runner, inputs);
-  Py_DECREF(runner);
-  if (result == NULL || PyList_CheckExact(result)) {
-    Py_DECREF(inputs);
-    return result;
   }
   PyObject* done = PyObject_CallMethodObjArgs(model, str_not_fast, inputs, result, NULL);
   Py_DECREF(inputs);
