@@ -175,16 +175,14 @@ Storage::~Storage() {
   if (bucket < 0 || !block_cache().give(bucket, data_)) std::free(data_);
 }
 
-namespace {
-
-int64_t checked_span_elements(const DimVector& sizes, const DimVector& strides) {
+int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size_t ndim) {
   // Elements from offset 0 to one past the furthest reachable element.
   int64_t span = 1;
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  for (size_t i = 0; i < ndim; ++i) {
     if (sizes[i] < 0) throw ShimError("negative size " + std::to_string(sizes[i]));
     if (sizes[i] == 0) return 0;
   }
-  for (size_t i = 0; i < sizes.size(); ++i) {
+  for (size_t i = 0; i < ndim; ++i) {
     if (strides[i] < 0) throw ShimError("negative stride " + std::to_string(strides[i]));
     int64_t term = 0;
     if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &term) ||
@@ -194,8 +192,6 @@ int64_t checked_span_elements(const DimVector& sizes, const DimVector& strides) 
   }
   return span;
 }
-
-}  // namespace
 
 SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
                        const int64_t* strides, int64_t ndim, int64_t storage_offset,
@@ -221,7 +217,7 @@ SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
 }
 
 void SlimTensor::check_in_bounds() const {
-  const int64_t span = checked_span_elements(sizes_, strides_);
+  const int64_t span = checked_span_elements(sizes_.data(), strides_.data(), sizes_.size());
   if (span == 0 || storage_ == nullptr) return;
   const int64_t bytes_needed = (storage_offset_ + span) * static_cast<int64_t>(itemsize());
   if (bytes_needed > static_cast<int64_t>(storage_->nbytes())) {
@@ -247,7 +243,7 @@ SlimTensor SlimTensor::empty(const int64_t* sizes, const int64_t* strides, int64
     const std::vector<int64_t> contiguous = contiguous_strides(sz.vec());
     st.assign(contiguous.data(), contiguous.size());
   }
-  const int64_t span = checked_span_elements(sz, st);
+  const int64_t span = checked_span_elements(sz.data(), st.data(), sz.size());
   auto storage = Storage::allocate(static_cast<size_t>(span) * element_size(dtype));
   return SlimTensor(std::move(storage), sz.data(), st.data(), ndim, 0, dtype, device_type,
                     device_index);

@@ -163,6 +163,10 @@ class SlimTensor {
   int32_t device_index_ = -1;
 };
 
+// Elements from offset 0 to one past the furthest one a view of `ndim`
+// (sizes, strides) reaches: 0 when a size is 0. Throws ShimError on a negative
+// size or stride, or when the span overflows.
+int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size_t ndim);
 // Contiguous (row-major) strides for `sizes`.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 // Dense strides that keep the order of `strides` (ATen's infer_dense_strides).

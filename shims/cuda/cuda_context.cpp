@@ -120,20 +120,8 @@ int64_t checked_dim(int64_t ndim) {
 
 size_t geometry_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                       int32_t dtype) {
-  int64_t span = 1;
-  for (int64_t s : sizes) {
-    if (s < 0) throw ShimError("negative size " + std::to_string(s));
-    if (s == 0) return 0;
-  }
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (strides[i] < 0) throw ShimError("negative stride " + std::to_string(strides[i]));
-    int64_t term = 0;
-    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &term) ||
-        __builtin_add_overflow(span, term, &span)) {
-      throw ShimError("tensor geometry overflows");
-    }
-  }
-  return static_cast<size_t>(span) * element_size(dtype);
+  const int64_t span = checked_span_elements(sizes.data(), strides.data(), sizes.size());
+  return span == 0 ? 0 : static_cast<size_t>(span) * element_size(dtype);
 }
 
 // A new tensor's sizes, strides (contiguous when null) and the bytes they span.
