@@ -161,6 +161,13 @@ static PyObject* Runner_describe_output(Runner* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* forget_outputs(): output geometry unknown again (after a failed run). */
+static PyObject* Runner_forget_outputs(Runner* self, PyObject* unused) {
+  (void)unused;
+  for (Py_ssize_t i = 0; i < self->num_outputs; ++i) self->out_type[i] = -1;
+  Py_RETURN_NONE;
+}
+
 static int input_ok(const Runner* self, Py_ssize_t i, PyObject* obj) {
   if (!PyArray_Check(obj)) return 0;
   PyArrayObject* arr = (PyArrayObject*)obj;
@@ -373,6 +380,8 @@ static PyMethodDef Runner_methods[] = {
      "describe_input(i, type_num): input i's descriptor holds validated geometry."},
     {"describe_output", (PyCFunction)Runner_describe_output, METH_VARARGS,
      "describe_output(i, type_num, code, shape): output i's geometry."},
+    {"forget_outputs", (PyCFunction)Runner_forget_outputs, METH_NOARGS,
+     "Output geometry unknown again: decline until describe_output."},
     {"detach", (PyCFunction)Runner_detach, METH_NOARGS, "The model is freed: decline every run."},
     {"__enter__", (PyCFunction)Runner_enter, METH_NOARGS, "Take the Runner's lock."},
     {"__exit__", (PyCFunction)Runner_exit, METH_VARARGS, "Release the Runner's lock."},

@@ -209,3 +209,26 @@ def test_output_copy_handles_any_strides(libs, view: Any) -> None:
     ext.copy_output(np.ascontiguousarray(src[..., ::-1]) if src.ndim > 1 else src[::-1], wrong)
     if src.size > 1:  # negative control: other data gives another copy
         assert not np.array_equal(wrong, src)
+
+
+def test_failed_run_then_fast_again(cases, tmp_path) -> None:
+    """A blob without recorded shapes checks inputs itself: a wrong shape fails
+    in the run; the model then relearns its outputs and runs fast again."""
+    import zipfile
+
+    case = cases["mlp"]
+    with zipfile.ZipFile(case.pt2) as archive:
+        member = next(n for n in archive.namelist() if n.endswith(".so"))
+        blob = tmp_path / "mlp.so"
+        blob.write_bytes(archive.read(member))
+    x = case.inputs[0]
+    with rt.load(blob) as model:
+        assert model.input_specs is None
+        model(x)
+        _close(model(x), case.expected)
+        assert model.fast_calls == 1
+        with pytest.raises(ShimkitError, match="run failed"):
+            model(np.ones((x.shape[0] + 1, x.shape[1]), x.dtype))
+        for _ in range(3):
+            _close(model(x), case.expected)
+        assert model.fast_calls == 3

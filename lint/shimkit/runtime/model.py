@@ -240,7 +240,10 @@ class Model:
             with self._lock:
                 return self._call(inputs)
         if isinstance(result, int):  # ran and failed (the error is per thread)
-            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+            message = self._rt.last_error()
+            with self._lock:
+                self._forget_outputs()
+            raise ShimkitError(f"{self._where()}: {message}")
         # Ran, but some outputs changed geometry and stayed in model-owned
         # memory: the Runner kept its lock held for us to copy them out.
         try:
@@ -251,6 +254,13 @@ class Model:
             return results
         finally:
             self._fast.__exit__(None, None, None)
+
+    def _forget_outputs(self) -> None:
+        """After a failed run the output descriptors may describe anything:
+        the next run passes no buffers, and both paths learn the outputs again."""
+        self._out_geometry = [None] * self.num_outputs
+        if self._fast is not None:
+            self._fast.forget_outputs()
 
     @property
     def fast_calls(self) -> int:
@@ -264,13 +274,10 @@ class Model:
         for i, geometry in enumerate(self._out_geometry):
             if geometry is not None:
                 # The runtime copies into the buffer only if the result has
-                # exactly the descriptor's geometry: describe this buffer.
-                shape, dtype = geometry
-                buffer = np.empty(shape, dtype)
-                desc = outs[i]
-                desc.data = _address(buffer)
-                desc.ndim, desc.dtype = len(shape), DTYPE_CODES[dtype.name]
-                desc.sizes[: len(shape)] = shape
+                # exactly the descriptor's ndim, sizes and dtype; after every
+                # completed run those are this geometry (see _forget_outputs).
+                buffer = np.empty(geometry[0], geometry[1])
+                outs[i].data = _address(buffer)
                 results.append(buffer)
             else:
                 outs[i].data = None
@@ -278,6 +285,7 @@ class Model:
         rc = self._run_into(*self._run_args)
         del keep_alive
         if rc != 0:
+            self._forget_outputs()
             raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
         copied = self._copied
         for i in range(self.num_outputs):
