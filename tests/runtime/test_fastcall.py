@@ -232,3 +232,34 @@ def test_failed_run_then_fast_again(cases, tmp_path) -> None:
         for _ in range(3):
             _close(model(x), case.expected)
         assert model.fast_calls == 3
+
+
+def test_fast_call_that_fails_raises_and_recovers(cases, tmp_path) -> None:
+    """A run failing on the fast path: one-line ShimkitError, lock released,
+    outputs forgotten (the next good call relearns them on the Python path)."""
+    import zipfile
+
+    case = cases["mlp"]
+    with zipfile.ZipFile(case.pt2) as archive:
+        member = next(n for n in archive.namelist() if n.endswith(".so"))
+        blob = tmp_path / "mlp.so"
+        blob.write_bytes(archive.read(member))
+    x = case.inputs[0]
+    with rt.load(blob) as model:  # no recorded shapes: the blob checks its inputs
+        model(x)
+        model(x)
+        assert model.fast_calls == 1
+        good = model._in[0].dtype
+        model._in[0].dtype = DTYPE_CODES["float64"]  # the blob will refuse this descriptor
+        with pytest.raises(ShimkitError, match="run failed") as info:
+            model(x)
+        assert "\n" not in str(info.value)
+        assert model.fast_calls == 2  # ran on the fast path, then failed
+        with pytest.raises(ShimkitError, match="run failed"):
+            model(x)  # outputs forgotten: declined, fails on the Python path (no deadlock)
+        assert model.fast_calls == 2
+        model._in[0].dtype = good
+        _close(model(x), case.expected)  # Python path relearns the outputs
+        assert model.fast_calls == 2
+        _close(model(x), case.expected)
+        assert model.fast_calls == 3
