@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "runtime/elf_imports.h"
 #include "runtime/shimkit_runtime.h"
@@ -84,6 +86,26 @@ inline uintptr_t load_base_of(void* fn) {
 }
 
 // Reads the blob's dynamic symbols and checks it exports every required entry.
+// Reads the whole file at `path` into *bytes; on failure returns SHIMKIT_E_IO
+// with "<path>: cannot open|size|read" in *error.
+inline int read_file(const char* path, std::vector<char>* bytes, std::string* error) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const char* problem = nullptr;
+  std::streamoff size = -1;
+  if (!in) {
+    problem = "cannot open";
+  } else if ((size = in.tellg()) < 0) {
+    problem = "cannot size";
+  } else {
+    bytes->resize(static_cast<size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(bytes->data(), size)) problem = "cannot read";
+  }
+  if (problem == nullptr) return SHIMKIT_OK;
+  *error = std::string(path) + ": " + problem;
+  return SHIMKIT_E_IO;
+}
+
 inline int read_blob_symbols(const void* bytes, size_t size, ElfSymbols* syms,
                              std::string* error) {
   std::string why;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -297,14 +296,10 @@ int shimkit_model_load(const void* bytes, size_t size, shimkit_model** out) {
 
 int shimkit_model_load_file(const char* path, shimkit_model** out) {
   try {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot open");
-    const std::streamoff size = in.tellg();
-    if (size < 0) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot size");
-    std::vector<char> bytes(static_cast<size_t>(size));
-    in.seekg(0);
-    if (size > 0 && !in.read(bytes.data(), size)) {
-      return fail(SHIMKIT_E_IO, std::string(path) + ": cannot read");
+    std::vector<char> bytes;
+    std::string error;
+    if (shimkit::loader::read_file(path, &bytes, &error) != SHIMKIT_OK) {
+      return fail(SHIMKIT_E_IO, error);
     }
     const int rc = load(bytes.data(), bytes.size(), out);
     if (rc != SHIMKIT_OK) g_error = std::string(path) + ": " + g_error;

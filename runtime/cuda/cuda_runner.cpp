@@ -4,8 +4,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -269,9 +267,11 @@ int shimkit_cuda_model_load_file(const char* path, int32_t device_index,
                                  shimkit_cuda_model** out) {
   if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
   try {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot open");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<char> bytes;
+    std::string error;
+    if (shimkit::loader::read_file(path, &bytes, &error) != SHIMKIT_OK) {
+      return fail(SHIMKIT_E_IO, error);
+    }
     const int rc = load(bytes.data(), bytes.size(), device_index, out);
     if (rc != SHIMKIT_OK) g_error = std::string(path) + ": " + g_error;
     return rc;
