@@ -8,27 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "shims/conv_geometry.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
 namespace {
-
-struct ConvParams {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
-};
-
-void read_pair(const int64_t* values, int64_t len, int64_t spatial, int64_t fill,
-               int64_t out[2], const char* what) {
-  if (len != 1 && len != spatial) {
-    throw ShimError(std::string(what) + " has " + std::to_string(len) + " values for " +
-                    std::to_string(spatial) + " spatial dims");
-  }
-  if (len > 0 && values == nullptr) throw ShimError(std::string("null ") + what);
-  out[0] = out[1] = fill;
-  for (int64_t i = 0; i < spatial; ++i) out[2 - spatial + i] = values[len == 1 ? 0 : i];
-}
 
 SlimTensor contiguous_copy(const SlimTensor& t) {
   SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
@@ -39,44 +23,14 @@ SlimTensor contiguous_copy(const SlimTensor& t) {
 
 SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                        const SlimTensor* bias, const ConvParams& p, int64_t groups) {
-  if (input_in.dtype() != dtype::kFloat32 || weight_in.dtype() != dtype::kFloat32) {
-    throw ShimError("convolution supports float32 only");
-  }
-  const bool is_1d = input_in.dim() == 3;
-  if (!(input_in.dim() == 4 || is_1d) || weight_in.dim() != input_in.dim()) {
-    throw ShimError("convolution needs 3-D or 4-D input and weight");
-  }
-  // Lift 1-D convolution to 2-D with H = 1.
-  auto lift = [&](const SlimTensor& t) {
-    if (!is_1d) return t;
-    const int64_t sz[4] = {t.sizes()[0], t.sizes()[1], 1, t.sizes()[2]};
-    const int64_t st[4] = {t.strides()[0], t.strides()[1], t.sizes()[2] * t.strides()[2],
-                           t.strides()[2]};
-    return t.view(sz, st, 4, t.storage_offset());
-  };
-  const SlimTensor input = lift(input_in);
-  const SlimTensor weight = lift(weight_in);
-  const int64_t n = input.sizes()[0], c = input.sizes()[1], h = input.sizes()[2],
-                w = input.sizes()[3];
-  const int64_t oc = weight.sizes()[0], cg = weight.sizes()[1], kh = weight.sizes()[2],
-                kw = weight.sizes()[3];
-  if (groups <= 0 || c != cg * groups || oc % groups != 0) {
-    throw ShimError("convolution channels do not match groups");
-  }
-  for (int i = 0; i < 2; ++i) {
-    if (p.stride[i] <= 0 || p.dilation[i] <= 0 || p.padding[i] < 0) {
-      throw ShimError("convolution stride/dilation must be positive, padding non-negative");
-    }
-  }
-  const int64_t oh = (h + 2 * p.padding[0] - p.dilation[0] * (kh - 1) - 1) / p.stride[0] + 1;
-  const int64_t ow = (w + 2 * p.padding[1] - p.dilation[1] * (kw - 1) - 1) / p.stride[1] + 1;
-  if (oh <= 0 || ow <= 0) throw ShimError("convolution output would be empty");
-  const bool channels_last = !is_1d && (input.is_channels_last() || weight.is_channels_last());
-  const std::vector<int64_t> out_sizes = {n, oc, oh, ow};
-  const std::vector<int64_t> out_strides = channels_last
-                                               ? channels_last_strides(out_sizes)
-                                               : contiguous_strides(out_sizes);
-  SlimTensor out = SlimTensor::empty(out_sizes.data(), out_strides.data(), 4, dtype::kFloat32,
+  const ConvShape s = conv_shape(input_in, weight_in, p, groups);
+  const SlimTensor input = lift_conv_1d(input_in);
+  const SlimTensor weight = lift_conv_1d(weight_in);
+  const int64_t n = s.n, h = s.h, w = s.w, oc = s.oc, cg = s.cg, kh = s.kh, kw = s.kw;
+  const int64_t oh = s.oh, ow = s.ow;
+  const bool channels_last = s.channels_last;
+  const std::vector<int64_t>& out_strides = s.out_strides;
+  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), out_strides.data(), 4, dtype::kFloat32,
                                      device::kCPU, -1);
   const SlimTensor wc = weight.is_contiguous() ? weight : contiguous_copy(weight);
   const float* wdata = static_cast<const float*>(wc.data_ptr());
@@ -125,9 +79,7 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     }
   }
   if (bias != nullptr && bias->defined()) {
-    if (bias->dim() != 1 || bias->sizes()[0] != oc || bias->dtype() != dtype::kFloat32) {
-      throw ShimError("convolution bias must be float32 [out_channels]");
-    }
+    check_conv_bias(*bias, oc);
     const float* bd = static_cast<const float*>(bias->data_ptr());
     const int64_t bs = bias->strides()[0];
     for (int64_t b = 0; b < n; ++b) {
@@ -139,12 +91,7 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
       }
     }
   }
-  if (is_1d) {
-    const int64_t sz[3] = {n, oc, ow};
-    const int64_t st[3] = {out_strides[0], out_strides[1], out_strides[3]};
-    return out.view(sz, st, 3, 0);
-  }
-  return out;
+  return conv_output_view(out, s);
 }
 
 }  // namespace
@@ -162,10 +109,8 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
     if (transposed != 0) throw shimkit::ShimError("transposed convolution is not supported");
     const shimkit::SlimTensor& in = shimkit::as_tensor(input);
     const int64_t spatial = in.dim() - 2;
-    shimkit::ConvParams p;
-    shimkit::read_pair(stride, stride_len_, spatial, 1, p.stride, "stride");
-    shimkit::read_pair(padding, padding_len_, spatial, 0, p.padding, "padding");
-    shimkit::read_pair(dilation, dilation_len_, spatial, 1, p.dilation, "dilation");
+    const shimkit::ConvParams p = shimkit::read_conv_params(
+        spatial, stride, stride_len_, padding, padding_len_, dilation, dilation_len_);
     const shimkit::SlimTensor* b =
         (bias != nullptr && *bias != nullptr) ? &shimkit::as_tensor(*bias) : nullptr;
     *ret0 = shimkit::to_handle(

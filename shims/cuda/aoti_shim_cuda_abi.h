@@ -79,6 +79,12 @@ SHIMKIT_EXPORT const char* shimkit_cuda_unavailable_reason(void);
 // Bytes parked in the caching allocator, and giving them back to the driver.
 SHIMKIT_EXPORT size_t shimkit_cuda_cached_bytes(void);
 SHIMKIT_EXPORT void shimkit_cuda_empty_cache(void);
+// How many convolutions ran on cuDNN and on the host (process-wide), why
+// the calling thread's last host run did not use cuDNN ("" if none did), and
+// which cuDNN was loaded ("cuDNN <version> (<library>)" or "unavailable: ...").
+SHIMKIT_EXPORT void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host);
+SHIMKIT_EXPORT const char* shimkit_cuda_conv_last_fallback(void);
+SHIMKIT_EXPORT const char* shimkit_cuda_cudnn_info(void);
 // Waits for the calling thread's current stream on `device_index`.
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_synchronize(int32_t device_index);
 

@@ -9,9 +9,7 @@
 
 namespace shimkit {
 namespace cuda {
-namespace {
 
-// Opens the first library that loads; `env` names an explicit path first.
 void* open_first(const char* env, const std::vector<const char*>& names, std::string* found,
                  std::string* tried) {
   std::vector<std::string> candidates;
@@ -31,12 +29,9 @@ void* open_first(const char* env, const std::vector<const char*>& names, std::st
   return nullptr;
 }
 
-template <typename Fn>
-bool bind(void* lib, const char* name, Fn* out, std::string* missing) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (*out == nullptr && missing->empty()) *missing = name;
-  return *out != nullptr;
-}
+void* lookup_symbol(void* library, const char* name) { return dlsym(library, name); }
+
+namespace {
 
 Runtime load_runtime() {
   Runtime rt;

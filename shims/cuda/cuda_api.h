@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace shimkit {
 namespace cuda {
@@ -96,6 +97,22 @@ struct BlasLibrary {
   Cublas::Sgemm sgemm = nullptr;
   Cublas::SgemmStridedBatched sgemm_strided_batched = nullptr;
 };
+
+// Opens the first of `names` that dlopen loads, after the path in the
+// environment variable `env` if set; `found` gets the one that loaded,
+// `tried` (comma-separated) the ones that did not. nullptr if none did.
+void* open_first(const char* env, const std::vector<const char*>& names, std::string* found,
+                 std::string* tried);
+void* lookup_symbol(void* library, const char* name);
+
+// Binds `*out` to `name` in `library`; the first missing name goes to
+// `missing`.
+template <typename Fn>
+bool bind(void* library, const char* name, Fn* out, std::string* missing) {
+  *out = reinterpret_cast<Fn>(lookup_symbol(library, name));
+  if (*out == nullptr && missing->empty()) *missing = name;
+  return *out != nullptr;
+}
 
 // Loaded once per process (thread-safe); never throws.
 const Runtime& runtime();

@@ -1,6 +1,7 @@
 // Slim CUDA shims, part 2: the CUDA fallback ops. float32 mm/addmm/bmm run on
-// the device through cuBLAS (dlopen'd); other dtypes and layouts cuBLAS
-// cannot take directly, convolution, topk and sort run on the host through
+// the device through cuBLAS (dlopen'd), float32 convolution through cuDNN
+// (cudnn_conv.h) when present; other dtypes and layouts cuBLAS or cuDNN
+// cannot take, transposed convolution, topk and sort run on the host through
 // the CPU shims, with the results uploaded in the geometry the CPU op chose
 // (ATen's memory-format rules, channels_last included).
 #include <cstdio>
@@ -13,6 +14,8 @@
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 #include "shims/cuda/cuda_context.h"
+#include "shims/cuda/cudnn_api.h"
+#include "shims/cuda/cudnn_conv.h"
 #include "shims/shim_internal.h"
 
 // Like SHIMKIT_GUARD, for bodies with top-level commas.
@@ -305,17 +308,30 @@ AOTITorchError aoti_torch_cuda_convolution(
     const SlimTensor& x = as_tensor(input);
     const SlimTensor& w = as_tensor(weight);
     require_same_device(x, w, "convolution");
+    const SlimTensor* b = nullptr;
+    if (bias != nullptr && *bias != nullptr && as_tensor(*bias).defined()) {
+      b = &as_tensor(*bias);
+      require_same_device(x, *b, "convolution");
+    }
+    std::string why = "transposed convolution";
+    if (transposed == 0) {
+      const shimkit::ConvParams p = shimkit::read_conv_params(
+          x.dim() - 2, stride, stride_len_, padding, padding_len_, dilation, dilation_len_);
+      SlimTensor result;
+      if (cu::cudnn_convolution(x, w, b, p, groups, &result, &why)) {
+        cu::count_conv(true, "");
+        *ret0 = to_handle(std::move(result));
+        return;
+      }
+    }
+    // The host path: correct for every layout, slow (two copies, CPU maths).
     SlimTensor hx = cu::host_mirror(x);
     SlimTensor hw = cu::host_mirror(w);
     SlimTensor hb;
     AtenTensorHandle hb_handle = nullptr;
-    if (bias != nullptr && *bias != nullptr) {
-      const SlimTensor& b = as_tensor(*bias);
-      if (b.defined()) {
-        require_same_device(x, b, "convolution");
-        hb = cu::host_mirror(b);
-        hb_handle = borrow_handle(hb);
-      }
+    if (b != nullptr) {
+      hb = cu::host_mirror(*b);
+      hb_handle = borrow_handle(hb);
     }
     HandleOwner result;
     if (aoti_torch_cpu_convolution(borrow_handle(hx), borrow_handle(hw),
@@ -326,7 +342,24 @@ AOTITorchError aoti_torch_cuda_convolution(
       throw ShimError(shimkit_shim_last_error());
     }
     *ret0 = upload_result(result.h, x.device_index());
+    cu::count_conv(false, why);
   });
+}
+
+void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host) {
+  if (on_cudnn != nullptr) *on_cudnn = cu::conv_count(true);
+  if (on_host != nullptr) *on_host = cu::conv_count(false);
+}
+
+const char* shimkit_cuda_conv_last_fallback(void) { return cu::last_conv_fallback().c_str(); }
+
+const char* shimkit_cuda_cudnn_info(void) {
+  static const std::string info = [] {
+    const cu::CudnnLibrary& d = cu::cudnn_library();
+    return d.ok ? "cuDNN " + std::to_string(d.version) + " (" + d.library + ")"
+                : "unavailable: " + d.error;
+  }();
+  return info.c_str();
 }
 
 AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim,

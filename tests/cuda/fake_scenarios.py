@@ -196,6 +196,109 @@ def fallbacks(s: Shims) -> dict[str, Any]:
     return r
 
 
+def reference_conv(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[int, int],
+    pad: tuple[int, int], dil: tuple[int, int], groups: int,
+) -> np.ndarray:  # fmt: skip
+    """float64 cross-correlation, the definition torch uses (2-D; lift 1-D first)."""
+    n, _, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0],) * 2, (pad[1],) * 2))
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                y0, x0 = i * dil[0], j * dil[1]
+                patch = xp[:, g * cg : (g + 1) * cg, y0 : y0 + stride[0] * (oh - 1) + 1 : stride[0],
+                           x0 : x0 + stride[1] * (ow - 1) + 1 : stride[1]]  # fmt: skip
+                kernel = w[g * ocg : (g + 1) * ocg, :, i, j].astype(np.float64)
+                out[:, g * ocg : (g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, kernel)
+    if b is not None:
+        out += b[None, :, None, None]
+    return out
+
+
+def channels_last(a: np.ndarray) -> np.ndarray:
+    """a's values in channels_last memory order (NHWC), still indexed NCHW."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def cudnn_counter(name: str) -> int:
+    path = os.environ.get("SHIMKIT_CUDNN", "")
+    if not os.path.isfile(path):
+        return 0  # cuDNN off or absent
+    fake = ctypes.CDLL(path)
+    fake.fake_cudnn_counter.restype = ctypes.c_long
+    return int(fake.fake_cudnn_counter(name.encode()))
+
+
+def conv_counts(s: Shims) -> tuple[int, int]:
+    on_cudnn, on_host = I64(), I64()
+    s.lib.shimkit_cuda_conv_counts(ctypes.byref(on_cudnn), ctypes.byref(on_host))
+    return on_cudnn.value, on_host.value
+
+
+# name: (input [N,C,(H,)W], weight, bias?, stride, padding, dilation, groups, layout)
+CONV_CASES: dict[str, tuple[Any, ...]] = {
+    "nchw_asymmetric": ((2, 3, 9, 7), (4, 3, 3, 2), True, (2, 1), (1, 0), (1, 2), 1, "nchw"),
+    "channels_last": ((2, 3, 8, 8), (5, 3, 3, 3), True, (1, 1), (1, 1), (1, 1), 1, "both_cl"),
+    "grouped": ((1, 4, 6, 6), (6, 2, 3, 3), False, (1, 1), (0, 0), (1, 1), 2, "nchw"),
+    "mixed_layouts": ((2, 3, 7, 7), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), 1, "input_cl"),
+    "pointwise": ((2, 6, 5, 5), (4, 6, 1, 1), True, (1, 1), (0, 0), (1, 1), 1, "input_cl"),
+    "conv1d": ((2, 3, 10), (5, 3, 3), True, (2,), (1,), (1,), 1, "nchw"),
+}
+
+
+def conv(s: Shims) -> dict[str, Any]:
+    """aoti_torch_cuda_convolution against float64 numpy, and its output strides against the
+    CPU op's (ATen's memory-format rule), case by case; with which path ran."""
+    rng = np.random.default_rng(7)
+    s.lib.shimkit_cuda_cudnn_info.restype = ctypes.c_char_p
+    s.lib.shimkit_cuda_conv_last_fallback.restype = ctypes.c_char_p
+    r: dict[str, Any] = {"cudnn_info": s.lib.shimkit_cuda_cudnn_info().decode()}
+    for name, (xs, ws, with_bias, st, pd, dl, groups, layout) in CONV_CASES.items():
+        x = rng.standard_normal(xs, dtype=np.float32)
+        w = rng.standard_normal(ws, dtype=np.float32)
+        b = rng.standard_normal(ws[0], dtype=np.float32) if with_bias else None
+        if layout in ("both_cl", "input_cl"):
+            x = channels_last(x)
+        if layout == "both_cl":
+            w = channels_last(w)
+        spatial = len(st)
+        args = [(I64 * spatial)(*v) for v in (st, pd, dl)]
+        outpad = (I64 * spatial)(*([0] * spatial))
+        results = {}
+        before = (conv_counts(s), cudnn_counter("forward"))
+        for dev, make in (("cuda", s.device), ("cpu", s.host)):
+            y = ctypes.c_void_p()
+            bias_handle = make(b) if b is not None else None
+            bias = ctypes.byref(bias_handle) if bias_handle is not None else None
+            s.call(f"aoti_torch_{dev}_convolution", make(x), make(w), bias,
+                   args[0], I64(spatial), args[1], I64(spatial), args[2], I64(spatial), I32(0),
+                   outpad, I64(spatial), I64(groups), ctypes.byref(y))  # fmt: skip
+            results[dev] = (s.meta(y)[1], s.numpy(y))
+            if dev == "cuda":
+                after = (conv_counts(s), cudnn_counter("forward"))
+        if spatial == 1:
+            ref = reference_conv(x[:, :, None, :], w[:, :, None, :], b, (1, st[0]), (0, pd[0]),
+                                 (1, dl[0]), groups)[:, :, 0, :]  # fmt: skip
+        else:
+            ref = reference_conv(x, w, b, st, pd, dl, groups)
+        r[name] = {
+            "max_abs_diff": float(np.abs(results["cuda"][1] - ref).max()),
+            "strides": results["cuda"][0],
+            "strides_match_cpu": results["cuda"][0] == results["cpu"][0],
+            "on_cudnn": after[0][0] - before[0][0],
+            "on_host": after[0][1] - before[0][1],
+            "cudnn_forward_calls": after[1] - before[1],
+            "fallback_reason": (s.lib.shimkit_cuda_conv_last_fallback() or b"").decode(),
+        }
+    return r
+
+
 def double_free(s: Shims) -> dict[str, Any]:
     """Deletes one tensor twice: the sanitizer's negative control (must abort)."""
     h = s.empty((8,), None, 0)
@@ -210,6 +313,7 @@ SCENARIOS = {
     "caching": caching,
     "matmul": matmul,
     "fallbacks": fallbacks,
+    "conv": conv,
 }
 
 if __name__ == "__main__":

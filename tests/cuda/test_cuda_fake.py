@@ -1,7 +1,8 @@
-"""The CUDA code paths of the slim shims, in CI, against a fake CUDA runtime and cuBLAS.
+"""The CUDA code paths of the slim shims, in CI, against a fake CUDA runtime, cuBLAS and cuDNN.
 
-tests/cuda/fake/ implements the few CUDA runtime and cuBLAS functions the shims
-dlopen, over host memory (plain-loop column-major SGEMM), so allocation,
+tests/cuda/fake/ implements the few CUDA runtime, cuBLAS and cuDNN functions the
+shims dlopen, over host memory (plain-loop column-major SGEMM, direct
+convolution), so allocation,
 caching, pinned memory, copies in every direction and layout, guards,
 streams, the cuBLAS layout logic and the host fallbacks run here and are
 compared with numpy and with the CPU shims. Each scenario runs in a child
@@ -27,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("fake-cuda")
     built = {}
-    for name in ("fake_cudart", "fake_cublas"):
+    for name in ("fake_cudart", "fake_cublas", "fake_cudnn"):
         target = out / f"{name}.so"
         subprocess.run(
             ["gcc", "-shared", "-fPIC", "-O1", str(HERE / "fake" / f"{name}.c"), "-o", str(target)],
@@ -44,6 +45,7 @@ def run_scenario(
     child_env.update(
         SHIMKIT_CUDART=str(fakes["fake_cudart"]),
         SHIMKIT_CUBLAS=str(fakes["fake_cublas"]),
+        SHIMKIT_CUDNN=str(fakes["fake_cudnn"]),
         FAKE_CUDA_DEVICES="2",
         PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
     )
@@ -121,13 +123,57 @@ def test_layout_check_catches_a_wrong_transpose(
 def test_host_fallbacks_match_the_cpu_ops(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
-    r = scenario(cuda_libs, fakes, "fallbacks")
+    r = scenario(cuda_libs, fakes, "fallbacks", SHIMKIT_CUDNN="0")  # conv on the host
     assert (r["conv_cpu_device"], r["conv_cuda_device"]) == (0, 1)
     assert r["conv_diff"] == 0.0
     assert r["topk_diff"] == 0.0
 
 
-@pytest.mark.parametrize("name", ["basics", "caching", "matmul", "fallbacks"])
+def conv_cases(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in r.items() if isinstance(v, dict)}
+
+
+def test_cudnn_convolution_matches_numpy_in_atens_layout(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "conv")
+    assert r["cudnn_info"].startswith("cuDNN 90000 (")
+    cases = conv_cases(r)
+    assert len(cases) == 6
+    for name, case in cases.items():
+        assert case["max_abs_diff"] < 1e-4, name
+        assert case["strides_match_cpu"], name  # ATen's memory-format rule
+        # It ran on cuDNN (the fake's forward), not on the host.
+        assert (case["on_cudnn"], case["on_host"], case["cudnn_forward_calls"]) == (1, 0, 1), name
+    assert cases["channels_last"]["strides"] == [320, 1, 40, 5]  # NHWC output
+    assert cases["nchw_asymmetric"]["strides"] == [4 * 5 * 5, 5 * 5, 5, 1]  # OH = OW = 5
+
+
+def test_cudnn_layout_check_catches_a_misread_filter(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # Negative control: a cuDNN that reads NHWC filters as NCHW gives wrong channels_last results.
+    r = conv_cases(scenario(cuda_libs, fakes, "conv", FAKE_CUDNN_IGNORE_FORMAT="1"))
+    assert r["channels_last"]["max_abs_diff"] > 1e-2
+    assert r["nchw_asymmetric"]["max_abs_diff"] < 1e-4
+
+
+def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    for env, reason in (
+        ({"FAKE_CUDNN_REFUSE": "1"}, "cudnnGetConvolutionForwardAlgorithm_v7: CUDNN_STATUS_FAKE"),
+        ({"SHIMKIT_CUDNN": "0"}, "cuDNN turned off (SHIMKIT_CUDNN=0)"),
+        ({"SHIMKIT_CUDNN": "/nonexistent/libcudnn.so.9"}, "cuDNN not found (tried /nonexistent"),
+    ):
+        cases = conv_cases(scenario(cuda_libs, fakes, "conv", **env))
+        for name, case in cases.items():
+            assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"], (env, name)
+            assert (case["on_cudnn"], case["on_host"], case["cudnn_forward_calls"]) == (0, 1, 0)
+            assert case["fallback_reason"].startswith(reason), (env, case["fallback_reason"])
+
+
+@pytest.mark.parametrize("name", ["basics", "caching", "matmul", "fallbacks", "conv"])
 def test_scenarios_run_clean_under_asan_ubsan(
     asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str
 ) -> None:

@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CUDA_SOURCES = [
     "shims/cuda/cuda_api.cpp",
     "shims/cuda/cuda_context.cpp",
+    "shims/cuda/cudnn_api.cpp",
+    "shims/cuda/cudnn_conv.cpp",
     "shims/cuda/shim_core_cuda.cpp",
     "shims/cuda/shim_ops_cuda.cpp",
 ]
