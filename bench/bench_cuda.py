@@ -53,6 +53,15 @@ def table(summary: dict[str, Any]) -> str:
             f"| {case} | {slim} | {beside} | {torch_us} | {ratio} | {match} "
             f"| {proof} ({bound}/{total} imports bound to the slim library) |"
         )
+    on_cudnn = get(summary, "slim", "convnet", "convs_on_cudnn")
+    on_host = get(summary, "slim", "convnet", "convs_on_host")
+    host_us = get(summary, "slim_host_conv", "convnet", "us_per_run")
+    lines += [
+        "",
+        f"conv net convolutions: {on_cudnn} on cuDNN, {on_host} on the host "
+        f"({get(summary, 'slim', 'cudnn')}); host path (SHIMKIT_CUDNN=0): {host_us} us/run; "
+        f"cuDNN signature check: rc={get(summary, 'steps', 'cudnn_check', 'rc')}",
+    ]
     bw = get(summary, "slim", "h2d_bandwidth") or {}
     lines += [
         "",

@@ -39,3 +39,11 @@ if [ ! -x node_modules/.bin/buildifier ]; then
   echo "bootstrap: installing buildifier from npm"
   npm ci --no-audit --no-fund --silent
 fi
+
+# cuDNN's headers, for the compile-time check of the CUDA shims' cuDNN
+# declarations (tests/cuda); ~300 kB read out of the pinned wheel.
+if [ ! -f build/cudnn-headers/include/cudnn.h ]; then
+  echo "bootstrap: fetching cuDNN headers"
+  python3 tools/fetch_cudnn_headers.py >/dev/null \
+    || echo "bootstrap: warning: cuDNN headers not fetched; tests/cuda will try again" >&2
+fi

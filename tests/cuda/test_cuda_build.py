@@ -73,6 +73,38 @@ def test_signature_check_catches_a_mismatch(tmp_path: Path) -> None:
     assert "cudaMalloc" in done.stderr
 
 
+@pytest.fixture(scope="module")
+def cudnn_include() -> Path:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import fetch_cudnn_headers
+
+    try:
+        return fetch_cudnn_headers.fetch()
+    except fetch_cudnn_headers.FetchError as exc:
+        pytest.fail(f"cuDNN headers unavailable (network?): {exc}")
+
+
+def cudnn_check(include: Path, *defines: str) -> subprocess.CompletedProcess[str]:
+    argv = ["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", "-I", str(ROOT)]
+    argv += ["-I", str(include), "-I", str(CUDA_INCLUDE), *defines]
+    argv.append(str(ROOT / "tests" / "cuda" / "cudnn_signature_check.cpp"))
+    return subprocess.run(argv, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
+def test_cudnn_declarations_match_cudnn_h(cudnn_include: Path) -> None:
+    done = cudnn_check(cudnn_include)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
+def test_cudnn_check_catches_a_mismatch(cudnn_include: Path) -> None:
+    # Negative control: a tensor-descriptor function where a filter one is declared.
+    done = cudnn_check(cudnn_include, "-DSHIMKIT_BREAK_ONE")
+    assert done.returncode != 0
+    assert "cudnnSetTensorNdDescriptor" in done.stderr
+
+
 def lint(paths: list[Path]) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "shimkit", "lint", *map(str, paths)]
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)

@@ -41,6 +41,20 @@ def nvidia_lib_dirs() -> list[str]:
     return sorted(dirs)
 
 
+def cudnn_check_argv() -> list[str]:
+    """g++ on tests/cuda/cudnn_signature_check.cpp with torch's cuDNN and CUDA headers."""
+    includes = ["-I", str(ROOT)]
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        site = Path(next(iter(spec.submodule_search_locations))).parent
+        for header in ("cudnn.h", "cuda_runtime_api.h"):
+            for found in sorted(glob.glob(str(site / "nvidia" / "**" / header), recursive=True)):
+                includes += ["-I", str(Path(found).parent)]
+    includes += ["-I", "/usr/local/cuda/include"]
+    check = ROOT / "tests" / "cuda" / "cudnn_signature_check.cpp"
+    return ["g++", "-std=c++17", "-fsyntax-only", "-Wall", *includes, str(check)]
+
+
 def unpack_wheels(target: Path) -> list[str]:
     target.mkdir(parents=True, exist_ok=True)
     names = []
@@ -111,6 +125,7 @@ def main() -> int:
     # Build the libraries while the four models compile.
     jobs = {
         "build": [py, str(GPU / "build_cuda_libs.py"), str(build)],
+        "cudnn_check": cudnn_check_argv(),
         **{
             f"compile_{case}": [py, str(GPU / "step_compile.py"), case, str(blobs)]
             for case in ("mlp", "convnet", "mlp_default")
@@ -133,6 +148,15 @@ def main() -> int:
     steps["slim"] = step(
         "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 45
     )
+    # The conv net once more with cuDNN off: the host path, for comparison.
+    steps["slim_host_conv"] = step(
+        "slim_host_conv",
+        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_host_conv.json"),
+         "--bench-only"],
+        out,
+        dict(env, SHIMKIT_CUDNN="0"),
+        45,
+    )  # fmt: skip
     if "--no-nocache" not in sys.argv:
         env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
         steps["slim_nocache"] = step(
@@ -168,7 +192,8 @@ def main() -> int:
         if (blobs / f"{name}.so").exists():
             (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
     summary["steps"] = steps
-    for name in ("slim", "slim_nocache", "probe", "torch_runner_forward", "torch_runner_default"):
+    results = ("slim", "slim_host_conv", "slim_nocache", "probe")
+    for name in (*results, "torch_runner_forward", "torch_runner_default"):
         path = out / f"{name}.json"
         if path.exists():
             summary[name] = json.loads(path.read_text())

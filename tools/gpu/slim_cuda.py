@@ -119,6 +119,8 @@ class Runtime:
         self.shims.shimkit_cuda_device_count.restype = ctypes.c_int32
         self.shims.shimkit_cuda_unavailable_reason.restype = ctypes.c_char_p
         self.shims.shimkit_cuda_cached_bytes.restype = ctypes.c_size_t
+        self.shims.shimkit_cuda_cudnn_info.restype = ctypes.c_char_p
+        self.shims.shimkit_cuda_conv_last_fallback.restype = ctypes.c_char_p
 
     def check(self, rc: int) -> None:
         if rc != 0:
@@ -132,6 +134,18 @@ class Runtime:
 
     def cached_bytes(self) -> int:
         return int(self.shims.shimkit_cuda_cached_bytes())
+
+    def cudnn_info(self) -> str:
+        return self.shims.shimkit_cuda_cudnn_info().decode(errors="replace")
+
+    def conv_counts(self) -> tuple[int, int]:
+        """(convolutions run on cuDNN, on the host) so far in this process."""
+        on_cudnn, on_host = ctypes.c_int64(), ctypes.c_int64()
+        self.shims.shimkit_cuda_conv_counts(ctypes.byref(on_cudnn), ctypes.byref(on_host))
+        return on_cudnn.value, on_host.value
+
+    def last_conv_fallback(self) -> str:
+        return (self.shims.shimkit_cuda_conv_last_fallback() or b"").decode(errors="replace")
 
     def load(self, blob: bytes, device: int = 0) -> Model:
         handle = ctypes.c_void_p()

@@ -49,6 +49,7 @@ def main() -> int:
     report: dict[str, object] = {
         "devices": rt.device_count(),
         "unavailable_reason": rt.unavailable_reason(),
+        "cudnn": rt.cudnn_info(),
     }
     for case in ("mlp", "convnet"):
         so = blobs / f"{case}.so"
@@ -58,6 +59,7 @@ def main() -> int:
         ref = np.load(blobs / f"{case}.npz")
         inputs = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
         entry: dict[str, object] = {}
+        convs_before = rt.conv_counts()
         try:
             start = time.perf_counter()
             model = rt.load(so.read_bytes(), 0)
@@ -71,6 +73,11 @@ def main() -> int:
             model.free()
         except slim_cuda.SlimCudaError as exc:
             entry["error"] = str(exc)
+        convs = rt.conv_counts()
+        entry["convs_on_cudnn"] = convs[0] - convs_before[0]
+        entry["convs_on_host"] = convs[1] - convs_before[1]
+        if entry["convs_on_host"]:
+            entry["conv_fallback_reason"] = rt.last_conv_fallback()
         report[case] = entry
     if not bench_only:
         controls: dict[str, object] = {}
