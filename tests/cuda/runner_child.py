@@ -1,0 +1,74 @@
+"""The CUDA runner in a process of its own (see test_cuda_runner.py).
+
+A process may hold one shim provider only: the runner rightly refuses blobs
+once another test has loaded the CPU shims globally into pytest's process.
+So every check runs here, in a child that loads only the CUDA libraries, and
+prints one JSON object:
+
+    python runner_child.py RUNNER_SO load BLOB DEVICE   -> {"status", "message"} or {"loaded"}
+    python runner_child.py RUNNER_SO info               -> {"device_count", "reason"}
+    python runner_child.py RUNNER_SO cpu_path           -> the no-GPU checks' results
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import slim_cuda
+from shimkit.config import load_config
+
+
+def load(rt: slim_cuda.Runtime, blob: Path, device: int) -> dict[str, Any]:
+    try:
+        model = rt.load(blob.read_bytes(), device)
+    except slim_cuda.SlimCudaError as exc:
+        return {"status": exc.status, "message": str(exc)}
+    model.free()
+    return {"loaded": True}
+
+
+def cpu_path(rt: slim_cuda.Runtime) -> dict[str, Any]:
+    """With CUDA unusable: CUDA requests fail with the reason, CPU tensors still work."""
+    r: dict[str, Any] = {"reason": rt.unavailable_reason()}
+    try:
+        rt.h2d_bandwidth(1 << 20, pinned=True)
+        r["bandwidth"] = "measured"
+    except slim_cuda.SlimCudaError as exc:
+        r["bandwidth"] = exc.status
+    config = load_config()
+    shims = rt.shims
+    shims.shimkit_shim_last_error.restype = ctypes.c_char_p
+    empty = getattr(shims, config.prefixed("aoti_torch_empty_strided"))
+    delete = getattr(shims, config.prefixed("aoti_torch_delete_tensor_object"))
+    numel = getattr(shims, config.prefixed("aoti_torch_get_numel"))
+    sizes = (ctypes.c_int64 * 2)(3, 4)
+    handle = ctypes.c_void_p()
+    r["cpu_empty_rc"] = empty(2, sizes, None, 6, 0, -1, ctypes.byref(handle))
+    n = ctypes.c_int64()
+    r["cpu_numel_rc"] = numel(handle, ctypes.byref(n))
+    r["cpu_numel"] = n.value
+    r["cpu_delete_rc"] = delete(handle)
+    r["cuda_empty_rc"] = empty(2, sizes, None, 6, 1, 0, ctypes.byref(handle))
+    r["cuda_empty_error"] = shims.shimkit_shim_last_error().decode()
+    return r
+
+
+def main() -> int:
+    rt = slim_cuda.Runtime(sys.argv[1])
+    command = sys.argv[2]
+    if command == "load":
+        result = load(rt, Path(sys.argv[3]), int(sys.argv[4]))
+    elif command == "info":
+        result = {"device_count": rt.device_count(), "reason": rt.unavailable_reason()}
+    else:
+        result = cpu_path(rt)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
