@@ -13,6 +13,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-u
 if TYPE_CHECKING:
     from typing import Any
 
+    from shimkit.elf.fastnames import SortedNames
+
 _NAMES_FIELDS = (
     "location", "e_type", "machine", "elf_class", "imports", "exports", "needed", "soname",
     "size", "symbol_table", "symbol_count", "offset", "warnings",
@@ -24,6 +26,10 @@ class ElfNames:
 
     Same selection and order as ElfImage.imports/exports, as plain sorted
     names (duplicates kept: one per table entry). Compares equal field by field.
+
+    `imports` and `exports` may be given as SortedNames (the C helper's packed
+    answer): they become lists of str on first access; until then `packed()`
+    hands them out as they are (`shimkit symbols` writes them without a list).
     """
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
@@ -34,8 +40,8 @@ class ElfNames:
         e_type: str,
         machine: str,
         elf_class: int,
-        imports: list[str],
-        exports: list[str],
+        imports: list[str] | SortedNames,
+        exports: list[str] | SortedNames,
         needed: list[str],
         soname: str | None,
         size: int,
@@ -57,6 +63,38 @@ class ElfNames:
         self.symbol_count = symbol_count
         self.offset = offset
         self.warnings: list[str] = [] if warnings is None else warnings
+
+    @property
+    def imports(self) -> list[str]:
+        value = self._imports
+        if value.__class__ is list:
+            return value  # type: ignore[return-value]
+        self._imports = names = value.names()  # type: ignore[union-attr]
+        return names
+
+    @imports.setter
+    def imports(self, value: list[str] | SortedNames) -> None:
+        self._imports = value
+
+    @property
+    def exports(self) -> list[str]:
+        value = self._exports
+        if value.__class__ is list:
+            return value  # type: ignore[return-value]
+        self._exports = names = value.names()  # type: ignore[union-attr]
+        return names
+
+    @exports.setter
+    def exports(self, value: list[str] | SortedNames) -> None:
+        self._exports = value
+
+    def packed(self, field: str) -> SortedNames | None:
+        """`imports` or `exports` as the helper packed them; None once a list (or if
+        it never was packed)."""
+        if field not in ("imports", "exports"):
+            raise ValueError(f"no names field {field!r} (imports or exports)")
+        value = self._imports if field == "imports" else self._exports
+        return None if value.__class__ is list else value  # type: ignore[return-value]
 
     def _fields(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in _NAMES_FIELDS)
