@@ -198,3 +198,74 @@ def test_symbols_path_does_not_import_numpy(elf_fixtures: dict[str, Path]) -> No
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.split() == ["False", "True"]
+
+
+def test_symbols_start_up_imports(elf_fixtures: dict[str, Path]) -> None:
+    """Start-up time: a usual `shimkit symbols` command line is parsed without argparse,
+    JSON is written without the json package, and a built C helper is loaded without
+    subprocess/sysconfig. Negative control: a command line left to argparse (`--` before
+    the path) does import it."""
+    import subprocess
+    import sys
+
+    from shimkit.elf import fastnames
+
+    assert fastnames.helper() is not None, fastnames.load_error()  # built: only loaded below
+    blob = str(elf_fixtures["blob_prefixed.so"])
+    heavy = ["argparse", "json", "subprocess", "sysconfig", "contextlib", "hashlib", "typing"]
+    probe = (
+        "import sys, io\n"
+        "from shimkit.cli import main\n"
+        "sys.stdout = io.StringIO()\n"
+        f"assert main(['symbols', '--format', 'json', {blob!r}]) == 0\n"
+        f"print(*[m for m in {heavy!r} if m in sys.modules], file=sys.stderr)\n"
+        f"assert main(['symbols', '--', {blob!r}]) == 0\n"
+        "print('argparse' in sys.modules, file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == ["", "True"]
+
+
+def test_simple_command_lines_parse_like_argparse() -> None:
+    import argparse
+
+    from shimkit.commands import symbols_cmd
+
+    parser = argparse.ArgumentParser(prog="shimkit symbols", exit_on_error=False)
+    symbols_cmd.add_arguments(parser)
+    lines = [
+        ["a.so"],
+        ["a.so", "b.so", "c"],
+        ["--format", "json", "a.so"],
+        ["--format=text", "a.so", "b"],
+        ["a.so", "--format", "json"],
+        ["a.so", "b.so", "--no-follow-symlinks", "--format", "json"],
+        ["--no-follow-symlinks", "--format", "json", "--format", "text", "x"],
+        ["json"],
+        ["--format", "json", "text"],
+        [""],
+    ]
+    for argv in lines:
+        simple = symbols_cmd.parse_simple(argv)
+        assert simple is not None, argv
+        full = parser.parse_args(argv)
+        got = (simple.paths, simple.format, simple.follow_symlinks)
+        assert got == (full.paths, full.format, full.follow_symlinks), argv
+    left_to_argparse = [
+        [],
+        ["--format", "json"],
+        ["--help"],
+        ["-h", "a"],
+        ["a.so", "--format", "json", "b.so"],  # argparse: unrecognized arguments
+        ["--format", "xml", "a"],
+        ["--format"],
+        ["--form", "json", "a"],
+        ["--", "-a.so"],
+        ["-", "a"],
+        ["a", "--no-follow"],
+    ]
+    for argv in left_to_argparse:
+        assert symbols_cmd.parse_simple(argv) is None, argv
