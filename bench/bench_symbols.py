@@ -2,7 +2,9 @@
 """`shimkit symbols` on torch's libtorch_cpu.so vs `nm -D --defined-only`, measured in one run.
 
 Whole processes (what a CI job pays) and in-process stages. Prints the median
-of --repeat runs of each, and the ratios. Usage:
+of --repeat runs of each, and the ratios. shimkit runs with its C helper
+(shimkit.elf.fastnames; built before the timed runs if need be) and, for
+comparison, without it (SHIMKIT_FASTNAMES=0). Usage:
 
     .venv/bin/python bench/bench_symbols.py [--repeat 5] [--pyelftools] [--lib PATH]
 """
@@ -13,12 +15,16 @@ import argparse
 import compileall
 import importlib.util
 import mmap
+import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+FASTNAMES_ENV = "SHIMKIT_FASTNAMES"  # 0: shimkit's pure-Python names reader
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,16 +45,31 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples)
 
 
-def interleaved(commands: list[list[str]], repeat: int) -> list[tuple[float, float]]:
-    """(median, min) seconds per command, the commands taking turns in every round so that
-    a load spike on the shared machine hits all of them alike."""
+def interleaved(
+    commands: list[tuple[list[str], dict[str, str]]], repeat: int
+) -> list[tuple[float, float]]:
+    """(median, min) seconds per (argv, extra environment), the commands taking turns in
+    every round so that a load spike on the shared machine hits all of them alike."""
     samples: list[list[float]] = [[] for _ in commands]
     for _ in range(repeat):
-        for argv, into in zip(commands, samples, strict=True):
+        for (argv, extra), into in zip(commands, samples, strict=True):
+            env = {**os.environ, **extra}
             start = time.perf_counter()
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True
+            )
             into.append(time.perf_counter() - start)
     return [(statistics.median(s), min(s)) for s in samples]
+
+
+@contextmanager
+def python_only() -> Iterator[None]:
+    """shimkit's pure-Python names reader (the C helper off)."""
+    os.environ[FASTNAMES_ENV] = "0"
+    try:
+        yield
+    finally:
+        del os.environ[FASTNAMES_ENV]
 
 
 def main() -> int:
@@ -65,40 +86,58 @@ def main() -> int:
     # user's process pays. (Existing .pyc files are read even with that variable set.)
     compileall.compile_dir(str(ROOT / "lint" / "shimkit"), quiet=1)
 
-    from shimkit.elf import read_elf, read_elf_names
+    from shimkit.elf import fastnames, read_elf, read_elf_names
     from shimkit.elf.reader import read_elf_names_vectorized
 
+    os.environ.pop(FASTNAMES_ENV, None)
+    helper = fastnames.helper()  # built here (once per source) if need be, not in a timed run
+    print(f"# C helper: {helper.__file__ if helper else fastnames.load_error()}")
     with lib.open("rb") as handle:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     names = read_elf_names(memoryview(mapped), str(lib))
     py = sys.executable
-    processes = [
-        ("nm -D --defined-only (process)", ["nm", "-D", "--defined-only", str(lib)]),
-        (
-            "shimkit symbols --format json (process)",
-            [str(shimkit), "symbols", "--format", "json", str(lib)],
-        ),
+    symbols = [str(shimkit), "symbols", "--format", "json", str(lib)]
+    processes: list[tuple[str, list[str], dict[str, str]]] = [
+        ("nm -D --defined-only (process)", ["nm", "-D", "--defined-only", str(lib)], {}),
+        ("shimkit symbols --format json (process)", symbols, {}),
         (
             "python -m shimkit.commands.symbols_cmd --format json (process)",
             [py, "-m", "shimkit.commands.symbols_cmd", "--format", "json", str(lib)],
+            {},
         ),
-        ("floor: python -c pass (process)", [py, "-c", "pass"]),
+        (
+            "shimkit symbols, SHIMKIT_FASTNAMES=0: pure Python (process)",
+            symbols,
+            {FASTNAMES_ENV: "0"},
+        ),
+        ("floor: python -c pass (process)", [py, "-c", "pass"], {}),
         (
             "floor: python -c 'import shimkit.commands.symbols_cmd' (process)",
             [py, "-c", "import shimkit.commands.symbols_cmd"],
+            {},
         ),
-        ("python -c 'import numpy' (process)", [py, "-c", "import numpy"]),
+        ("python -c 'import numpy' (process)", [py, "-c", "import numpy"], {}),
     ]
-    measured = interleaved([argv for _, argv in processes], args.repeat)
+    measured = interleaved([(argv, env) for _, argv, env in processes], args.repeat)
     rows: list[tuple[str, float]] = [
-        (label, med) for (label, _), (med, _) in zip(processes, measured, strict=True)
+        (label, med) for (label, _, _), (med, _) in zip(processes, measured, strict=True)
     ]
-    fastest = {label: low for (label, _), (_, low) in zip(processes, measured, strict=True)}
+    fastest = {label: low for (label, _, _), (_, low) in zip(processes, measured, strict=True)}
+
+    def python_names() -> object:
+        with python_only():
+            return read_elf_names(memoryview(mapped), "x")
+
     rows += [
         (
-            "read_elf_names, numpy-free (in-process)",
+            "read_elf_names, C helper: names stay packed (in-process)",
             timed(lambda: read_elf_names(memoryview(mapped), "x"), args.repeat),
         ),
+        (
+            "read_elf_names, C helper + lists of str (in-process)",
+            timed(lambda: read_elf_names(memoryview(mapped), "x").exports, args.repeat),
+        ),
+        ("read_elf_names, pure Python (in-process)", timed(python_names, args.repeat)),
         (
             "read_elf_names_vectorized, numpy (in-process)",
             timed(lambda: read_elf_names_vectorized(memoryview(mapped), "x"), args.repeat),
@@ -138,7 +177,9 @@ def main() -> int:
     print(f"ratio nm / shimkit symbols (process, fastest runs): {low_ratio:.2f}")
     direct = table[processes[2][0]]
     print(f"ratio nm / symbols_cmd module (process): {nm / direct:.2f}")
-    names_only = table["read_elf_names, numpy-free (in-process)"]
+    pure = table[processes[3][0]]
+    print(f"ratio nm / shimkit symbols, pure Python (process): {nm / pure:.2f}")
+    names_only = table["read_elf_names, C helper: names stay packed (in-process)"]
     print(f"ratio nm / read_elf_names (in-process): {nm / names_only:.2f}")
     if args.pyelftools:
         print(f"ratio pyelftools / read_elf_names: {rows[-1][1] / names_only:.1f}")
