@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -335,6 +336,11 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
     if (shimkit_cuda_synchronize(model->device) != 0) {
       return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
     }
+    // SHIMKIT_BENCH_SYNC=end: synchronise once after the loop instead of after
+    // every run, so the figure is the host's issue cost when it is the
+    // bottleneck (the breakdown in tools/gpu/step_breakdown.py).
+    const char* sync_mode = std::getenv("SHIMKIT_BENCH_SYNC");
+    const bool sync_each = sync_mode == nullptr || std::string(sync_mode) != "end";
     const auto start = std::chrono::steady_clock::now();
     for (int64_t it = 0; it < iterations; ++it) {
       Handles in(model->num_inputs);
@@ -346,7 +352,7 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
       Handles outs(model->num_outputs);
       rc = run_device(model, &in, &outs);
       if (rc != SHIMKIT_OK) return rc;
-      if (shimkit_cuda_synchronize(model->device) != 0) {
+      if ((sync_each || it + 1 == iterations) && shimkit_cuda_synchronize(model->device) != 0) {
         return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
       }
     }

@@ -85,6 +85,8 @@ SHIMKIT_EXPORT void shimkit_cuda_empty_cache(void);
 SHIMKIT_EXPORT void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host);
 SHIMKIT_EXPORT const char* shimkit_cuda_conv_last_fallback(void);
 SHIMKIT_EXPORT const char* shimkit_cuda_cudnn_info(void);
+// How many float32 GEMMs ran on cuBLASLt and on legacy cuBLAS (process-wide).
+SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas);
 // Waits for the calling thread's current stream on `device_index`.
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_synchronize(int32_t device_index);
 

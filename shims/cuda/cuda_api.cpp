@@ -86,6 +86,8 @@ BlasLibrary load_blas() {
   bind(lib, "cublasCreate_v2", &b.create, &missing);
   bind(lib, "cublasDestroy_v2", &b.destroy, &missing);
   bind(lib, "cublasSetStream_v2", &b.set_stream, &missing);
+  b.set_workspace =
+      reinterpret_cast<Cublas::SetWorkspace>(lookup_symbol(lib, "cublasSetWorkspace_v2"));
   bind(lib, "cublasSgemm_v2", &b.sgemm, &missing);
   bind(lib, "cublasSgemmStridedBatched", &b.sgemm_strided_batched, &missing);
   if (!missing.empty()) {

@@ -42,6 +42,7 @@ struct CublasSignatures {
   using Create = Status (*)(Handle*);
   using Destroy = Status (*)(Handle);
   using SetStream = Status (*)(Handle, Stream);
+  using SetWorkspace = Status (*)(Handle, void*, size_t);
   using Sgemm = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*, int,
                            const float*, int, const float*, float*, int);
   using SgemmStridedBatched = Status (*)(Handle, Op, Op, int, int, int, const float*,
@@ -94,6 +95,7 @@ struct BlasLibrary {
   Cublas::Create create = nullptr;
   Cublas::Destroy destroy = nullptr;
   Cublas::SetStream set_stream = nullptr;
+  Cublas::SetWorkspace set_workspace = nullptr;  // cuBLAS 11.3+; optional
   Cublas::Sgemm sgemm = nullptr;
   Cublas::SgemmStridedBatched sgemm_strided_batched = nullptr;
 };

@@ -16,6 +16,7 @@
 #include "shims/cuda/cuda_context.h"
 #include "shims/cuda/cudnn_api.h"
 #include "shims/cuda/cudnn_conv.h"
+#include "shims/cuda/gemm.h"
 #include "shims/shim_internal.h"
 
 // Like SHIMKIT_GUARD, for bodies with top-level commas.
@@ -30,106 +31,8 @@ using shimkit::to_handle;
 
 namespace {
 
-// One cuBLAS handle per thread and device; kept for the thread's lifetime
-// (destroying it at exit can run after the CUDA context is gone).
-void* blas_handle(int32_t device_index) {
-  thread_local std::unordered_map<int32_t, void*> handles;
-  const cu::BlasLibrary& blas = cu::blas_library();
-  if (!blas.ok) throw ShimError(blas.error);
-  auto it = handles.find(device_index);
-  if (it != handles.end()) return it->second;
-  const int32_t previous = cu::current_device();
-  cu::set_current_device(device_index);
-  void* h = nullptr;
-  const int status = blas.create(&h);
-  cu::set_current_device(previous);
-  if (status != 0) throw ShimError("cublasCreate failed with status " + std::to_string(status));
-  handles.emplace(device_index, h);
-  return h;
-}
-
-void check_blas(int status, const char* what) {
-  if (status != 0) throw ShimError(std::string(what) + " failed with cuBLAS status " +
-                                   std::to_string(status));
-}
-
-// A matrix cuBLAS reads in place: row-major (inner stride 1) or column-major
-// (outer stride 1), with a leading dimension >= its extent.
-struct Operand {
-  bool ok = false;
-  int op = cu::kOpN;  // applied to the column-major view, see gemm()
-  int ld = 1;
-};
-
-// `rows` x `cols` at strides (rs, cs), read as the column-major matrix that
-// cuBLAS sees for a row-major product (the transpose trick in gemm()).
-Operand operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  Operand o;
-  if (cols == 1) cs = 1;
-  if (rows == 1) rs = cols;
-  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) {  // row-major
-    o.ok = true;
-    o.op = cu::kOpN;
-    o.ld = static_cast<int>(std::max<int64_t>(rs, 1));
-  } else if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) {  // column-major
-    o.ok = true;
-    o.op = cu::kOpT;
-    o.ld = static_cast<int>(std::max<int64_t>(cs, 1));
-  }
-  return o;
-}
-
-// A device vector of at least `n` float ones per device, kept for the process
-// (filled once per growth, so the hot path never synchronises).
-const float* ones_vector(int32_t device, int64_t n) {
-  struct Ones {
-    SlimTensor tensor;
-    int64_t size = 0;
-  };
-  static std::mutex mutex;
-  static auto* per_device = new std::unordered_map<int32_t, Ones>();
-  std::lock_guard<std::mutex> lock(mutex);
-  Ones& ones = (*per_device)[device];
-  if (ones.size < n) {
-    const int64_t size = std::max<int64_t>(n, 1024);
-    std::vector<float> host(static_cast<size_t>(size), 1.0f);
-    const int64_t st = 1;
-    SlimTensor h(shimkit::Storage::borrow(host.data(), host.size() * sizeof(float)), &size, &st, 1,
-                 0, shimkit::dtype::kFloat32, shimkit::device::kCPU, -1);
-    SlimTensor d = cu::empty_device(&size, nullptr, 1, shimkit::dtype::kFloat32, device);
-    cu::copy_tensor(d, h);
-    ones.tensor = d;
-    ones.size = size;
-  }
-  return static_cast<const float*>(ones.tensor.data_ptr());
-}
-
 bool is_f32_cuda(const SlimTensor& t) {
   return t.defined() && cu::is_cuda(t) && t.dtype() == shimkit::dtype::kFloat32;
-}
-
-// out[M,N] = alpha * a[M,K] @ b[K,N] + beta * out, all float32 on one device.
-// Returns false (nothing done) if a layout is not one cuBLAS reads in place.
-bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float alpha,
-          float beta) {
-  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
-  const Operand oa = operand(m, k, a.strides()[0], a.strides()[1]);
-  const Operand ob = operand(k, n, b.strides()[0], b.strides()[1]);
-  const Operand oc = operand(m, n, out.strides()[0], out.strides()[1]);
-  if (!oa.ok || !ob.ok || !oc.ok || oc.op != cu::kOpN) return false;
-  if (m == 0 || n == 0) return true;
-  const int32_t device = out.device_index();
-  void* h = blas_handle(device);
-  const cu::BlasLibrary& blas = cu::blas_library();
-  check_blas(blas.set_stream(h, cu::current_stream(device)), "cublasSetStream");
-  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees each
-  // row-major matrix as its transpose, so the operands swap.
-  check_blas(blas.sgemm(h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
-                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()),
-                        ob.ld, static_cast<const float*>(a.data_ptr()), oa.ld, &beta,
-                        static_cast<float*>(out.data_ptr()), oc.ld),
-             "cublasSgemm");
-  return true;
 }
 
 void require_same_device(const SlimTensor& a, const SlimTensor& b, const char* what) {
@@ -197,7 +100,9 @@ AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle sel
         o.sizes()[1] != b.sizes()[1]) {
       throw ShimError("mm: shapes do not match");
     }
-    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && gemm(o, a, b, 1.0f, 0.0f)) return;
+    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && cu::gemm(o, a, b, 1.0f, 0.0f)) {
+      return;
+    }
     on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
       return aoti_torch_cpu_mm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
     });
@@ -229,26 +134,21 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
                           (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
                            (n <= 1 || bias.strides()[1] == 1));
     const bool full_bias = bias.dim() == 2 && bias.sizes()[0] == m && bias.sizes()[1] == n;
-    const Operand oc = operand(m, n, o.strides()[0], o.strides()[1]);
-    if (f32 && oc.ok && oc.op == cu::kOpN && (row_bias || full_bias) && m > 0 && n > 0) {
-      const int32_t device = o.device_index();
+    if (f32 && m > 0 && n > 0) {
+      const auto alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
       if (row_bias && beta != 0.0) {
-        // out = bias broadcast over rows: the rank-1 product bias[N,1] x ones[1,M].
-        const float* ones = ones_vector(device, m);
-        void* handle = blas_handle(device);
-        const cu::BlasLibrary& blas = cu::blas_library();
-        check_blas(blas.set_stream(handle, cu::current_stream(device)), "cublasSetStream");
-        const float one = 1.0f, zero = 0.0f;
-        check_blas(blas.sgemm(handle, cu::kOpN, cu::kOpN, static_cast<int>(n), static_cast<int>(m),
-                              1, &one, static_cast<const float*>(bias.data_ptr()),
-                              static_cast<int>(n), ones, 1,
-                              &zero, static_cast<float*>(o.data_ptr()), oc.ld),
-                   "cublasSgemm (bias)");
-      } else if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) {
-        cu::copy_tensor(o, bias);
-      }
-      if (gemm(o, a, b, static_cast<float>(alpha), beta == 0.0 ? 0.0f : static_cast<float>(beta))) {
-        return;
+        // cuBLASLt folds the bias into the GEMM (when beta is 1); legacy
+        // cuBLAS broadcasts it with a rank-1 product first.
+        if (cu::gemm(o, a, b, alpha_f, 0.0f, static_cast<const float*>(bias.data_ptr()),
+                     beta_f)) {
+          return;
+        }
+      } else if (full_bias || beta == 0.0) {
+        const cu::Operand oc = cu::operand(m, n, o.strides()[0], o.strides()[1]);
+        if (oc.ok && oc.op == cu::kOpN) {
+          if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) cu::copy_tensor(o, bias);
+          if (cu::gemm(o, a, b, alpha_f, beta == 0.0 ? 0.0f : beta_f)) return;
+        }
       }
     }
     on_host_into(o, {&bias, &a, &b}, [beta, alpha](SlimTensor& ho, std::vector<SlimTensor>& in) {
@@ -273,16 +173,15 @@ AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle se
       throw ShimError("bmm: shapes do not match");
     }
     if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && batch > 0 && m > 0 && n > 0) {
-      const Operand oa = operand(m, k, a.strides()[1], a.strides()[2]);
-      const Operand ob = operand(k, n, b.strides()[1], b.strides()[2]);
-      const Operand oc = operand(m, n, o.strides()[1], o.strides()[2]);
+      const cu::Operand oa = cu::operand(m, k, a.strides()[1], a.strides()[2]);
+      const cu::Operand ob = cu::operand(k, n, b.strides()[1], b.strides()[2]);
+      const cu::Operand oc = cu::operand(m, n, o.strides()[1], o.strides()[2]);
       if (oa.ok && ob.ok && oc.ok && oc.op == cu::kOpN) {
         const int32_t device = o.device_index();
-        void* h = blas_handle(device);
+        void* h = cu::blas_handle(device);
         const cu::BlasLibrary& blas = cu::blas_library();
-        check_blas(blas.set_stream(h, cu::current_stream(device)), "cublasSetStream");
         const float one = 1.0f, zero = 0.0f;
-        check_blas(blas.sgemm_strided_batched(
+        cu::check_blas(blas.sgemm_strided_batched(
                        h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
                        static_cast<int>(k), &one, static_cast<const float*>(b.data_ptr()), ob.ld,
                        b.strides()[0], static_cast<const float*>(a.data_ptr()), oa.ld,
@@ -352,6 +251,11 @@ void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host) {
 }
 
 const char* shimkit_cuda_conv_last_fallback(void) { return cu::last_conv_fallback().c_str(); }
+
+void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
+  if (on_cublaslt != nullptr) *on_cublaslt = cu::gemm_count(true);
+  if (on_cublas != nullptr) *on_cublas = cu::gemm_count(false);
+}
 
 const char* shimkit_cuda_cudnn_info(void) {
   static const std::string info = [] {

@@ -165,6 +165,44 @@ def matmul(s: Shims) -> dict[str, Any]:
     bout = s.empty((4, 5, 2), None, 0)
     s.call("aoti_torch_cuda_bmm_out", bout, s.device(a), s.device(b))
     r["bmm"] = float(np.abs(s.numpy(bout) - a @ b).max())
+    on_lt, on_cublas = I64(), I64()
+    s.lib.shimkit_cuda_gemm_counts(ctypes.byref(on_lt), ctypes.byref(on_cublas))
+    lt_path = os.environ.get("SHIMKIT_CUBLASLT", "")
+    lt_matmuls = 0
+    if os.path.isfile(lt_path):
+        fake = ctypes.CDLL(lt_path)
+        fake.fake_cublaslt_counter.restype = ctypes.c_long
+        lt_matmuls = int(fake.fake_cublaslt_counter(b"matmul"))
+    r["gemm_counts"] = {
+        "cublaslt": on_lt.value,
+        "cublas": on_cublas.value,
+        "lt_matmuls": lt_matmuls,
+    }
+    return r
+
+
+def blas_counter(name: str) -> int:
+    fake = ctypes.CDLL(os.environ["SHIMKIT_CUBLAS"])
+    fake.fake_cublas_counter.restype = ctypes.c_long
+    return int(fake.fake_cublas_counter(name.encode()))
+
+
+def blas_binding(s: Shims) -> dict[str, Any]:
+    """cuBLAS is bound to a stream (and given a workspace) once per stream, not per GEMM."""
+    x = s.device(np.ones((4, 4), dtype=np.float32))
+    out = s.empty((4, 4), None, 0)
+    for _ in range(5):
+        s.call("aoti_torch_cuda_mm_out", out, x, x)
+    r = {"one_stream": [blas_counter("set_stream"), blas_counter("set_workspace")]}
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", ctypes.c_void_p(0x1234), I32(0),
+           ctypes.byref(guard))  # fmt: skip
+    for _ in range(3):
+        s.call("aoti_torch_cuda_mm_out", out, x, x)
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    s.call("aoti_torch_cuda_mm_out", out, x, x)
+    r["after_two_switches"] = [blas_counter("set_stream"), blas_counter("set_workspace")]
+    r["values_ok"] = bool(np.array_equal(s.numpy(out), np.full((4, 4), 4.0, np.float32)))
     return r
 
 
@@ -312,6 +350,7 @@ SCENARIOS = {
     "basics": basics,
     "caching": caching,
     "matmul": matmul,
+    "blas_binding": blas_binding,
     "fallbacks": fallbacks,
     "conv": conv,
 }

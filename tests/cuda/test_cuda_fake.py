@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("fake-cuda")
     built = {}
-    for name in ("fake_cudart", "fake_cublas", "fake_cudnn"):
+    for name in ("fake_cudart", "fake_cublas", "fake_cublaslt", "fake_cudnn"):
         target = out / f"{name}.so"
         subprocess.run(
             ["gcc", "-shared", "-fPIC", "-O1", str(HERE / "fake" / f"{name}.c"), "-o", str(target)],
@@ -46,6 +46,7 @@ def run_scenario(
         SHIMKIT_CUDART=str(fakes["fake_cudart"]),
         SHIMKIT_CUBLAS=str(fakes["fake_cublas"]),
         SHIMKIT_CUDNN=str(fakes["fake_cudnn"]),
+        SHIMKIT_CUBLASLT=str(fakes["fake_cublaslt"]),
         FAKE_CUDA_DEVICES="2",
         PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
     )
@@ -106,18 +107,49 @@ def test_caching_allocator_reuses_blocks(
     assert uncached["mallocs"] == 10 and uncached["cached"] == 0
 
 
-def test_cublas_layouts_match_numpy(cuda_libs: dict[str, Path], fakes: dict[str, Path]) -> None:
-    r = scenario(cuda_libs, fakes, "matmul")
-    for case, diff in r.items():
-        assert diff < 1e-5, case
-
-
-def test_layout_check_catches_a_wrong_transpose(
+def test_gemms_run_on_cublaslt_and_match_numpy(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
-    # Negative control: a cuBLAS that ignores the transpose flags gives wrong products.
-    r = scenario(cuda_libs, fakes, "matmul", FAKE_CUBLAS_IGNORE_TRANS="1")
+    r = scenario(cuda_libs, fakes, "matmul")
+    counts = r.pop("gemm_counts")
+    for case, diff in r.items():
+        assert diff < 1e-5, case
+    # Both mms and both addmms on cuBLASLt (the row bias in its epilogue), none on cuBLAS.
+    assert counts == {"cublaslt": 4, "cublas": 0, "lt_matmuls": 4}
+
+
+def test_legacy_cublas_layouts_match_numpy(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    for env in ({"SHIMKIT_CUBLASLT": "0"}, {"FAKE_CUBLASLT_REFUSE": "1"}):
+        r = scenario(cuda_libs, fakes, "matmul", **env)
+        counts = r.pop("gemm_counts")
+        for case, diff in r.items():
+            assert diff < 1e-5, (env, case)
+        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 4, 0), env
+
+
+def test_layout_checks_catch_a_wrong_transpose_or_a_lost_bias(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # Negative controls: libraries that ignore the transpose flags or the bias give wrong results.
+    r = scenario(cuda_libs, fakes, "matmul", SHIMKIT_CUBLASLT="0", FAKE_CUBLAS_IGNORE_TRANS="1")
     assert r["mm_wT"] > 1e-2
+    r = scenario(cuda_libs, fakes, "matmul", FAKE_CUBLASLT_IGNORE_TRANS="1")
+    assert r["mm_wT"] > 1e-2
+    r = scenario(cuda_libs, fakes, "matmul", FAKE_CUBLASLT_IGNORE_BIAS="1")
+    assert r["addmm_row_bias"] > 1e-2 and r["mm_wT"] < 1e-5
+
+
+def test_cublas_is_bound_once_per_stream(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "blas_binding")
+    # Five GEMMs on one stream: one cublasSetStream, one workspace of ours.
+    assert r["one_stream"] == [1, 1]
+    # Control: every change of stream binds again (to 0x1234, then back).
+    assert r["after_two_switches"] == [3, 3]
+    assert r["values_ok"]
 
 
 def test_host_fallbacks_match_the_cpu_ops(
@@ -173,7 +205,9 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
             assert case["fallback_reason"].startswith(reason), (env, case["fallback_reason"])
 
 
-@pytest.mark.parametrize("name", ["basics", "caching", "matmul", "fallbacks", "conv"])
+@pytest.mark.parametrize(
+    "name", ["basics", "caching", "matmul", "blas_binding", "fallbacks", "conv"]
+)
 def test_scenarios_run_clean_under_asan_ubsan(
     asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str
 ) -> None:

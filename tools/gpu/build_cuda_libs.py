@@ -21,10 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_SOURCES = [
+    "shims/cuda/cublaslt_api.cpp",
     "shims/cuda/cuda_api.cpp",
     "shims/cuda/cuda_context.cpp",
     "shims/cuda/cudnn_api.cpp",
     "shims/cuda/cudnn_conv.cpp",
+    "shims/cuda/gemm.cpp",
     "shims/cuda/shim_core_cuda.cpp",
     "shims/cuda/shim_ops_cuda.cpp",
 ]

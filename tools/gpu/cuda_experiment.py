@@ -148,6 +148,13 @@ def main() -> int:
     steps["slim"] = step(
         "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 45
     )
+    steps["breakdown"] = step(
+        "breakdown",
+        [py, "step_breakdown.py", str(build), str(blobs), str(out / "breakdown.json")],
+        out,
+        env,
+        90,
+    )
     # The conv net once more with cuDNN off: the host path, for comparison.
     steps["slim_host_conv"] = step(
         "slim_host_conv",
@@ -192,7 +199,7 @@ def main() -> int:
         if (blobs / f"{name}.so").exists():
             (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
     summary["steps"] = steps
-    results = ("slim", "slim_host_conv", "slim_nocache", "probe")
+    results = ("slim", "slim_host_conv", "slim_nocache", "probe", "breakdown")
     for name in (*results, "torch_runner_forward", "torch_runner_default"):
         path = out / f"{name}.json"
         if path.exists():

@@ -2,6 +2,7 @@
  * BLAS contract (op, m, n, k, leading dimensions). FAKE_CUBLAS_IGNORE_TRANS=1
  * drops the transpose flags: the negative control for the shims' layout logic. */
 #include <stdlib.h>
+#include <string.h>
 
 static int ignore_trans(void) {
   const char* v = getenv("FAKE_CUBLAS_IGNORE_TRANS");
@@ -26,9 +27,24 @@ static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float* 
   }
 }
 
+static long g_set_stream = 0, g_set_workspace = 0;
+
+long fake_cublas_counter(const char* name) {
+  if (strcmp(name, "set_stream") == 0) return g_set_stream;
+  if (strcmp(name, "set_workspace") == 0) return g_set_workspace;
+  return -1;
+}
+
 int cublasCreate_v2(void** h) { *h = malloc(1); return 0; }
 int cublasDestroy_v2(void* h) { free(h); return 0; }
-int cublasSetStream_v2(void* h, void* s) { (void)h; (void)s; return 0; }
+int cublasSetStream_v2(void* h, void* s) { (void)h; (void)s; ++g_set_stream; return 0; }
+int cublasSetWorkspace_v2(void* h, void* w, size_t bytes) {
+  (void)h;
+  if (w == NULL || bytes == 0) return 7; /* CUBLAS_STATUS_INVALID_VALUE */
+  memset(w, 0, bytes); /* it must really be that big */
+  ++g_set_workspace;
+  return 0;
+}
 int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha,
                    const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
                    int ldc) {

@@ -1,0 +1,273 @@
+#include "shims/cuda/gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shims/cuda/cublaslt_api.h"
+#include "shims/cuda/cuda_context.h"
+#include "shims/shim_internal.h"
+
+namespace shimkit {
+namespace cuda {
+namespace {
+
+// One workspace per handle and stream, so cuBLAS and cuBLASLt never
+// allocate behind the caching allocator's back; both use it in stream order.
+// 32 MiB is what torch gives cuBLAS on Hopper.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+std::atomic<int64_t> g_on_lt{0};
+std::atomic<int64_t> g_on_cublas{0};
+
+// Per thread and device: the cuBLAS handle (bound to `stream` only when the
+// stream changes), the cuBLASLt handle and the shared workspace. Kept for
+// the thread's lifetime: destroying handles at exit can run after the CUDA
+// context is gone.
+struct BlasContext {
+  void* handle = nullptr;
+  void* lt = nullptr;
+  bool bound = false;
+  Stream stream = nullptr;
+  std::shared_ptr<Storage> workspace;  // stream-ordered on `stream`
+};
+
+BlasContext& context(int32_t device_index) {
+  thread_local std::unordered_map<int32_t, BlasContext> contexts;
+  const BlasLibrary& blas = blas_library();
+  if (!blas.ok) throw ShimError(blas.error);
+  BlasContext& c = contexts[device_index];
+  if (c.handle == nullptr) {
+    const int32_t previous = current_device();
+    set_current_device(device_index);
+    const int status = blas.create(&c.handle);
+    set_current_device(previous);
+    if (status != 0) {
+      c.handle = nullptr;
+      throw ShimError("cublasCreate failed with status " + std::to_string(status));
+    }
+  }
+  const Stream stream = current_stream(device_index);
+  if (!c.bound || c.stream != stream) {
+    check_blas(blas.set_stream(c.handle, stream), "cublasSetStream");
+    c.bound = false;
+    // A fresh block for the new stream; the old one goes back to the cache
+    // in its own stream's order.
+    c.workspace = device_storage(kWorkspaceBytes, device_index);
+    if (blas.set_workspace != nullptr) {
+      check_blas(blas.set_workspace(c.handle, c.workspace->data(), kWorkspaceBytes),
+                 "cublasSetWorkspace");
+    }
+    c.stream = stream;
+    c.bound = true;
+  }
+  return c;
+}
+
+// A device vector of at least `n` float ones per device, kept for the process
+// (filled once per growth, so the hot path never synchronises).
+const float* ones_vector(int32_t device, int64_t n) {
+  struct Ones {
+    SlimTensor tensor;
+    int64_t size = 0;
+  };
+  static std::mutex mutex;
+  static auto* per_device = new std::unordered_map<int32_t, Ones>();
+  std::lock_guard<std::mutex> lock(mutex);
+  Ones& ones = (*per_device)[device];
+  if (ones.size < n) {
+    const int64_t size = std::max<int64_t>(n, 1024);
+    std::vector<float> host(static_cast<size_t>(size), 1.0f);
+    const int64_t st = 1;
+    SlimTensor h(Storage::borrow(host.data(), host.size() * sizeof(float)), &size, &st, 1, 0,
+                 dtype::kFloat32, device::kCPU, -1);
+    SlimTensor d = empty_device(&size, nullptr, 1, dtype::kFloat32, device);
+    copy_tensor(d, h);
+    ones.tensor = d;
+    ones.size = size;
+  }
+  return static_cast<const float*>(ones.tensor.data_ptr());
+}
+
+// The largest power of two (up to 256) dividing a pointer: cuBLASLt's
+// heuristics assume 256-byte aligned operands unless told otherwise.
+uint32_t alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
+// Descriptors, layouts and the algorithm cuBLASLt chose for one geometry.
+struct LtPlan {
+  bool ok = false;
+  void* desc = nullptr;
+  void* a = nullptr;  // cuBLASLt's A: our b (see the transpose trick)
+  void* b = nullptr;  // cuBLASLt's B: our a
+  void* c = nullptr;  // C and D: out
+  LtAlgo algo{};
+
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {
+    const LtLibrary& lt = lt_library();
+    for (void* layout : {a, b, c}) {
+      if (layout != nullptr) lt.layout_destroy(layout);
+    }
+    if (desc != nullptr) lt.desc_destroy(desc);
+  }
+};
+
+// Builds the plan; `ok` stays false when cuBLASLt declines the geometry.
+std::unique_ptr<LtPlan> make_lt_plan(void* handle, int64_t m, int64_t n, int64_t k,
+                                     const Operand& oa, const Operand& ob, const Operand& oc,
+                                     const uint32_t align[4], bool with_bias) {
+  const LtLibrary& lt = lt_library();
+  auto plan = std::make_unique<LtPlan>();
+  if (lt.desc_create(&plan->desc, kLtCompute32F, kLtR32F) != 0) return plan;
+  const int32_t trans_a = ob.op, trans_b = oa.op;
+  const uint32_t epilogue = with_bias ? kLtEpilogueBias : kLtEpilogueDefault;
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  if (lt.desc_set(plan->desc, kLtDescTransA, &trans_a, sizeof trans_a) != 0 ||
+      lt.desc_set(plan->desc, kLtDescTransB, &trans_b, sizeof trans_b) != 0 ||
+      lt.desc_set(plan->desc, kLtDescEpilogue, &epilogue, sizeof epilogue) != 0 ||
+      lt.layout_create(&plan->a, kLtR32F, ob.op == kOpN ? u(n) : u(k),
+                       ob.op == kOpN ? u(k) : u(n), ob.ld) != 0 ||
+      lt.layout_create(&plan->b, kLtR32F, oa.op == kOpN ? u(k) : u(m),
+                       oa.op == kOpN ? u(m) : u(k), oa.ld) != 0 ||
+      lt.layout_create(&plan->c, kLtR32F, u(n), u(m), oc.ld) != 0) {
+    return plan;
+  }
+  void* pref = nullptr;
+  if (lt.pref_create(&pref) != 0) return plan;
+  const uint64_t max_workspace = kWorkspaceBytes;
+  bool prefs_ok =
+      lt.pref_set(pref, kLtPrefMaxWorkspaceBytes, &max_workspace, sizeof max_workspace) == 0;
+  for (int i = 0; i < 4; ++i) {  // A, B, C, D
+    prefs_ok = prefs_ok && lt.pref_set(pref, kLtPrefMinAlignmentA + i, &align[i],
+                                       sizeof align[i]) == 0;
+  }
+  LtHeuristicResult result{};
+  int found = 0;
+  const int status = prefs_ok ? lt.heuristic(handle, plan->desc, plan->a, plan->b, plan->c,
+                                             plan->c, pref, 1, &result, &found)
+                              : -1;
+  lt.pref_destroy(pref);
+  if (status != 0 || found < 1 || result.state != 0) return plan;
+  plan->algo = result.algo;
+  plan->ok = true;
+  return plan;
+}
+
+// The GEMM on cuBLASLt, bias in its epilogue. false: cuBLASLt unavailable or
+// declining (nothing was launched).
+bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const SlimTensor& b,
+             const Operand& oa, const Operand& ob, const Operand& oc, float alpha, float beta,
+             const float* bias) {
+  const LtLibrary& lt = lt_library();
+  if (!lt.ok) return false;
+  const int32_t device = out.device_index();
+  if (ctx.lt == nullptr && lt.create(&ctx.lt) != 0) {
+    ctx.lt = nullptr;
+    return false;
+  }
+  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
+  const uint32_t align[4] = {alignment(b.data_ptr()), alignment(a.data_ptr()),
+                             alignment(out.data_ptr()), alignment(out.data_ptr())};
+  if (bias != nullptr && alignment(bias) < 16) return false;
+  const std::vector<int64_t> key = {device, m, n, k, oa.op, ob.op, oa.ld, ob.ld, oc.ld,
+                                    bias != nullptr, align[0], align[1], align[2]};
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<LtPlan>> plans;
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries
+    it = plans.emplace(key, make_lt_plan(ctx.lt, m, n, k, oa, ob, oc, align, bias != nullptr))
+             .first;
+  }
+  const LtPlan& plan = *it->second;
+  if (!plan.ok) return false;
+  if (bias != nullptr &&
+      lt.desc_set(plan.desc, kLtDescBiasPointer, &bias, sizeof bias) != 0) {
+    return false;
+  }
+  return lt.matmul(ctx.lt, plan.desc, &alpha, b.data_ptr(), plan.a, a.data_ptr(), plan.b, &beta,
+                   out.data_ptr(), plan.c, out.data_ptr(), plan.c, &plan.algo,
+                   ctx.workspace->data(), kWorkspaceBytes, ctx.stream) == 0;
+}
+
+}  // namespace
+
+Operand operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  Operand o;
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = cols;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) {  // row-major
+    o.ok = true;
+    o.op = kOpN;
+    o.ld = static_cast<int>(std::max<int64_t>(rs, 1));
+  } else if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) {  // column-major
+    o.ok = true;
+    o.op = kOpT;
+    o.ld = static_cast<int>(std::max<int64_t>(cs, 1));
+  }
+  return o;
+}
+
+void check_blas(int status, const char* what) {
+  if (status != 0) {
+    throw ShimError(std::string(what) + " failed with cuBLAS status " + std::to_string(status));
+  }
+}
+
+void* blas_handle(int32_t device_index) { return context(device_index).handle; }
+
+bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float alpha, float beta,
+          const float* bias, float bias_scale) {
+  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
+  const Operand oa = operand(m, k, a.strides()[0], a.strides()[1]);
+  const Operand ob = operand(k, n, b.strides()[0], b.strides()[1]);
+  const Operand oc = operand(m, n, out.strides()[0], out.strides()[1]);
+  if (!oa.ok || !ob.ok || !oc.ok || oc.op != kOpN) return false;
+  if (m == 0 || n == 0) return true;
+  const int32_t device = out.device_index();
+  BlasContext& ctx = context(device);
+  if ((bias == nullptr || bias_scale == 1.0f) &&
+      lt_gemm(ctx, out, a, b, oa, ob, oc, alpha, beta, bias)) {
+    g_on_lt.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const BlasLibrary& blas = blas_library();
+  float main_beta = beta;
+  if (bias != nullptr) {
+    // out = bias_scale * bias broadcast over rows + beta * out: the rank-1
+    // product bias[N,1] x ones[1,M]; the main product then accumulates.
+    const float* ones = ones_vector(device, m);
+    check_blas(blas.sgemm(ctx.handle, kOpN, kOpN, static_cast<int>(n), static_cast<int>(m), 1,
+                          &bias_scale, bias, static_cast<int>(n), ones, 1, &beta,
+                          static_cast<float*>(out.data_ptr()), oc.ld),
+               "cublasSgemm (bias)");
+    main_beta = 1.0f;
+  }
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees each
+  // row-major matrix as its transpose, so the operands swap.
+  check_blas(blas.sgemm(ctx.handle, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
+                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()),
+                        ob.ld, static_cast<const float*>(a.data_ptr()), oa.ld, &main_beta,
+                        static_cast<float*>(out.data_ptr()), oc.ld),
+             "cublasSgemm");
+  g_on_cublas.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+int64_t gemm_count(bool on_lt) {
+  return (on_lt ? g_on_lt : g_on_cublas).load(std::memory_order_relaxed);
+}
+
+}  // namespace cuda
+}  // namespace shimkit

@@ -1,0 +1,163 @@
+/* A stand-in cuBLASLt for CI (no GPU): column-major D = alpha op(A) op(B) +
+ * beta C (+ bias per row of D with the bias epilogue), plain loops over host
+ * memory. Strict where a wrong call would hide: layouts must agree with the
+ * op flags, only the algorithm its heuristic returned runs, and the
+ * workspace must be the size that algorithm asked for.
+ *
+ * FAKE_CUBLASLT_IGNORE_BIAS=1 drops the epilogue's bias and
+ * FAKE_CUBLASLT_IGNORE_TRANS=1 the op flags (negative controls for the
+ * shims' logic); FAKE_CUBLASLT_REFUSE=1 offers no algorithm (the shims must
+ * fall back to legacy cuBLAS). fake_cublaslt_counter() counts calls. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OK = 0, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
+enum { TRANSA = 3, TRANSB = 4, EPILOGUE = 7, BIAS_POINTER = 8 };
+enum { EPILOGUE_DEFAULT = 1, EPILOGUE_BIAS = 4 };
+enum { MAX_WORKSPACE = 1, ALIGN_A = 5 };
+#define ALGO_TAG 0x5eedULL
+#define WORKSPACE 1024
+
+typedef struct { uint64_t data[8]; } Algo;
+typedef struct {
+  Algo algo;
+  size_t workspace_size;
+  int state;
+  float waves;
+  int reserved[4];
+} Result;
+typedef struct { int32_t ta, tb; uint32_t epilogue; const float* bias; } Desc;
+typedef struct { uint64_t rows, cols; int64_t ld; } Layout;
+typedef struct { uint64_t max_workspace; uint32_t align[4]; } Pref;
+
+static long g_matmuls = 0, g_heuristics = 0;
+
+long fake_cublaslt_counter(const char* name) {
+  if (strcmp(name, "matmul") == 0) return g_matmuls;
+  if (strcmp(name, "heuristic") == 0) return g_heuristics;
+  return -1;
+}
+
+static int env_on(const char* name) {
+  const char* v = getenv(name);
+  return v != NULL && v[0] == '1';
+}
+
+int cublasLtCreate(void** h) { *h = malloc(1); return OK; }
+
+int cublasLtMatmulDescCreate(void** d, int compute, int scale) {
+  if (compute != 68 || scale != 0) return INVALID_VALUE; /* CUBLAS_COMPUTE_32F, CUDA_R_32F */
+  Desc* desc = (Desc*)calloc(1, sizeof(Desc));
+  desc->epilogue = EPILOGUE_DEFAULT;
+  *d = desc;
+  return OK;
+}
+int cublasLtMatmulDescDestroy(void* d) { free(d); return OK; }
+int cublasLtMatmulDescSetAttribute(void* d, int attr, const void* buf, size_t size) {
+  Desc* desc = (Desc*)d;
+  switch (attr) {
+    case TRANSA: if (size != 4) return INVALID_VALUE; memcpy(&desc->ta, buf, 4); return OK;
+    case TRANSB: if (size != 4) return INVALID_VALUE; memcpy(&desc->tb, buf, 4); return OK;
+    case EPILOGUE: if (size != 4) return INVALID_VALUE; memcpy(&desc->epilogue, buf, 4); return OK;
+    case BIAS_POINTER:
+      if (size != sizeof(void*)) return INVALID_VALUE;
+      memcpy(&desc->bias, buf, sizeof(void*));
+      return OK;
+    default: return INVALID_VALUE;
+  }
+}
+
+int cublasLtMatrixLayoutCreate(void** l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
+  if (type != 0 || ld < (int64_t)rows || ld < 1) return INVALID_VALUE;
+  Layout* layout = (Layout*)malloc(sizeof(Layout));
+  layout->rows = rows;
+  layout->cols = cols;
+  layout->ld = ld;
+  *l = layout;
+  return OK;
+}
+int cublasLtMatrixLayoutDestroy(void* l) { free(l); return OK; }
+
+int cublasLtMatmulPreferenceCreate(void** p) { *p = calloc(1, sizeof(Pref)); return OK; }
+int cublasLtMatmulPreferenceDestroy(void* p) { free(p); return OK; }
+int cublasLtMatmulPreferenceSetAttribute(void* p, int attr, const void* buf, size_t size) {
+  Pref* pref = (Pref*)p;
+  if (attr == MAX_WORKSPACE && size == 8) { memcpy(&pref->max_workspace, buf, 8); return OK; }
+  if (attr >= ALIGN_A && attr < ALIGN_A + 4 && size == 4) {
+    memcpy(&pref->align[attr - ALIGN_A], buf, 4);
+    return OK;
+  }
+  return INVALID_VALUE;
+}
+
+/* op(X) is rows x cols of the product; the stored layout is its transpose when trans. */
+static int op_dims(const Layout* l, int trans, uint64_t* rows, uint64_t* cols) {
+  *rows = trans ? l->cols : l->rows;
+  *cols = trans ? l->rows : l->cols;
+  return 1;
+}
+
+static int shapes_agree(const Desc* d, const Layout* a, const Layout* b, const Layout* c) {
+  uint64_t ar, ac, br, bc;
+  op_dims(a, d->ta, &ar, &ac);
+  op_dims(b, d->tb, &br, &bc);
+  return ac == br && ar == c->rows && bc == c->cols;
+}
+
+int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* c, void* d,
+                                   void* pref, int requested, Result* results, int* found) {
+  (void)h;
+  ++g_heuristics;
+  *found = 0;
+  if (env_on("FAKE_CUBLASLT_REFUSE")) return NOT_SUPPORTED;
+  const Layout* lc = (const Layout*)c;
+  const Layout* ld = (const Layout*)d;
+  if (requested < 1 || lc->rows != ld->rows || lc->cols != ld->cols) return INVALID_VALUE;
+  if (!shapes_agree((const Desc*)desc, (const Layout*)a, (const Layout*)b, lc)) {
+    return INVALID_VALUE;
+  }
+  if (((const Pref*)pref)->max_workspace < WORKSPACE) return NOT_SUPPORTED;
+  memset(results, 0, sizeof(Result));
+  results[0].algo.data[0] = ALGO_TAG;
+  results[0].workspace_size = WORKSPACE;
+  *found = 1;
+  return OK;
+}
+
+static float at(const float* m, const Layout* l, int trans, uint64_t i, uint64_t j) {
+  return trans ? m[i * l->ld + j] : m[j * l->ld + i];
+}
+
+int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* adesc,
+                   const void* B, void* bdesc, const void* beta, const void* C, void* cdesc,
+                   void* D, void* ddesc, const Algo* algo, void* workspace, size_t ws_size,
+                   void* stream) {
+  (void)h, (void)stream, (void)ddesc;
+  const Desc* d = (const Desc*)desc;
+  const Layout *la = (const Layout*)adesc, *lb = (const Layout*)bdesc, *lc = (const Layout*)cdesc;
+  if (algo == NULL || algo->data[0] != ALGO_TAG) return INVALID_VALUE;
+  if (workspace == NULL || ws_size < WORKSPACE) return INVALID_VALUE;
+  if (!shapes_agree(d, la, lb, lc)) return INVALID_VALUE;
+  if (d->epilogue == EPILOGUE_BIAS && d->bias == NULL) return INVALID_VALUE;
+  memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
+  ++g_matmuls;
+  const int ignore_trans = env_on("FAKE_CUBLASLT_IGNORE_TRANS");
+  const int ta = ignore_trans ? 0 : d->ta, tb = ignore_trans ? 0 : d->tb;
+  const uint64_t k = ta ? la->rows : la->cols;
+  const float al = *(const float*)alpha, be = *(const float*)beta;
+  const int with_bias = d->epilogue == EPILOGUE_BIAS && !env_on("FAKE_CUBLASLT_IGNORE_BIAS");
+  for (uint64_t j = 0; j < lc->cols; ++j) {
+    for (uint64_t i = 0; i < lc->rows; ++i) {
+      float acc = 0;
+      for (uint64_t p = 0; p < k; ++p) {
+        acc += at((const float*)A, la, ta, i, p) * at((const float*)B, lb, tb, p, j);
+      }
+      float v = al * acc;
+      if (be != 0.0f) v += be * ((const float*)C)[j * lc->ld + i];
+      if (with_bias) v += d->bias[i];
+      ((float*)D)[j * lc->ld + i] = v;
+    }
+  }
+  return OK;
+}
