@@ -1,7 +1,7 @@
 // Compiles only if every cuDNN declaration in shims/cuda/cudnn_api.h matches
 // the official cudnn.h, and the stand-in types and constants are ABI-equal.
 // Built by tests/cuda/test_cuda_build.py (with the headers fetched by
-// tools/fetch_cudnn_headers.py) and on the GPU machine (tools/gpu). With
+// tools/fetch_nvidia_headers.py) and on the GPU machine (tools/gpu). With
 // -DSHIMKIT_BREAK_ONE it also checks one function against a wrong
 // signature: the negative control, which must fail to compile.
 #include <cudnn.h>

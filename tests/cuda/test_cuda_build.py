@@ -74,35 +74,53 @@ def test_signature_check_catches_a_mismatch(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cudnn_include() -> Path:
+def nvidia_include() -> Path:
+    """cuDNN's and cuBLAS's headers, read out of the pinned wheels (tools/nvidia_headers.lock)."""
     sys.path.insert(0, str(ROOT / "tools"))
-    import fetch_cudnn_headers
+    import fetch_nvidia_headers
 
     try:
-        return fetch_cudnn_headers.fetch()
-    except fetch_cudnn_headers.FetchError as exc:
-        pytest.fail(f"cuDNN headers unavailable (network?): {exc}")
+        return fetch_nvidia_headers.fetch()
+    except fetch_nvidia_headers.FetchError as exc:
+        pytest.fail(f"NVIDIA headers unavailable (network?): {exc}")
 
 
-def cudnn_check(include: Path, *defines: str) -> subprocess.CompletedProcess[str]:
+def header_check(check: str, include: Path, *defines: str) -> subprocess.CompletedProcess[str]:
+    """g++ -fsyntax-only on tests/cuda/`check` with the fetched and the toolkit's headers."""
     argv = ["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", "-I", str(ROOT)]
     argv += ["-I", str(include), "-I", str(CUDA_INCLUDE), *defines]
-    argv.append(str(ROOT / "tests" / "cuda" / "cudnn_signature_check.cpp"))
+    argv.append(str(ROOT / "tests" / "cuda" / check))
     return subprocess.run(argv, capture_output=True, text=True)
 
 
 @pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
-def test_cudnn_declarations_match_cudnn_h(cudnn_include: Path) -> None:
-    done = cudnn_check(cudnn_include)
+def test_cudnn_declarations_match_cudnn_h(nvidia_include: Path) -> None:
+    done = header_check("cudnn_signature_check.cpp", nvidia_include)
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
-def test_cudnn_check_catches_a_mismatch(cudnn_include: Path) -> None:
+def test_cudnn_check_catches_a_mismatch(nvidia_include: Path) -> None:
     # Negative control: a tensor-descriptor function where a filter one is declared.
-    done = cudnn_check(cudnn_include, "-DSHIMKIT_BREAK_ONE")
+    done = header_check("cudnn_signature_check.cpp", nvidia_include, "-DSHIMKIT_BREAK_ONE")
     assert done.returncode != 0
     assert "cudnnSetTensorNdDescriptor" in done.stderr
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
+def test_cublas_declarations_match_cublas_headers(nvidia_include: Path) -> None:
+    # cuBLAS (cuda_api.h) and cuBLASLt (cublaslt_api.h) against cublas_api.h / cublasLt.h.
+    done = header_check("cublas_signature_check.cpp", nvidia_include)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(not CUDA_INCLUDE.is_dir(), reason="no CUDA toolkit headers")
+def test_cublas_check_catches_a_mismatch(nvidia_include: Path) -> None:
+    # Negative control: a matmul-descriptor function where a matrix-layout one is declared.
+    done = header_check("cublas_signature_check.cpp", nvidia_include, "-DSHIMKIT_BREAK_ONE")
+    assert done.returncode != 0
+    assert "cublasLtMatmulDescDestroy" in done.stderr
+    assert done.stderr.count("error:") == 1, done.stderr  # that line and nothing else
 
 
 def lint(paths: list[Path]) -> subprocess.CompletedProcess[str]:
