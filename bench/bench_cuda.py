@@ -55,13 +55,19 @@ def table(summary: dict[str, Any]) -> str:
         )
     on_cudnn = get(summary, "slim", "convnet", "convs_on_cudnn")
     on_host = get(summary, "slim", "convnet", "convs_on_host")
-    host_us = get(summary, "slim_host_conv", "convnet", "us_per_run")
     lines += [
         "",
         f"conv net convolutions: {on_cudnn} on cuDNN, {on_host} on the host "
-        f"({get(summary, 'slim', 'cudnn')}); host path (SHIMKIT_CUDNN=0): {host_us} us/run; "
+        f"({get(summary, 'slim', 'cudnn')}); "
         f"cuDNN signature check: rc={get(summary, 'steps', 'cudnn_check', 'rc')}",
     ]
+    for case in ("mlp", "convnet"):
+        lines.append(
+            f"{case} GEMMs: {get(summary, 'slim', case, 'gemms_on_cublaslt')} on cuBLASLt, "
+            f"{get(summary, 'slim', case, 'gemms_on_cublas')} on cuBLAS; without cuBLASLt and "
+            f"cuDNN (SHIMKIT_CUBLASLT=0 SHIMKIT_CUDNN=0): "
+            f"{get(summary, 'slim_legacy', case, 'us_per_run')} us/run"
+        )
     bw = get(summary, "slim", "h2d_bandwidth") or {}
     lines += [
         "",

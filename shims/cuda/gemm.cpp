@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +24,9 @@ namespace {
 // allocate behind the caching allocator's back; both use it in stream order.
 // 32 MiB is what torch gives cuBLAS on Hopper.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+// How many algorithms cuBLASLt is asked for, and timed runs per candidate.
+constexpr int kLtCandidates = 8;
+constexpr int kLtTimingRuns = 5;
 
 std::atomic<int64_t> g_on_lt{0};
 std::atomic<int64_t> g_on_cublas{0};
@@ -106,6 +112,8 @@ uint32_t alignment(const void* p) {
 // Descriptors, layouts and the algorithm cuBLASLt chose for one geometry.
 struct LtPlan {
   bool ok = false;
+  bool tuned = false;
+  std::vector<LtAlgo> candidates;  // cuBLASLt's ranking, best guess first
   void* desc = nullptr;
   void* a = nullptr;  // cuBLASLt's A: our b (see the transpose trick)
   void* b = nullptr;  // cuBLASLt's B: our a
@@ -153,16 +161,58 @@ std::unique_ptr<LtPlan> make_lt_plan(void* handle, int64_t m, int64_t n, int64_t
     prefs_ok = prefs_ok && lt.pref_set(pref, kLtPrefMinAlignmentA + i, &align[i],
                                        sizeof align[i]) == 0;
   }
-  LtHeuristicResult result{};
+  LtHeuristicResult results[kLtCandidates] = {};
   int found = 0;
   const int status = prefs_ok ? lt.heuristic(handle, plan->desc, plan->a, plan->b, plan->c,
-                                             plan->c, pref, 1, &result, &found)
+                                             plan->c, pref, kLtCandidates, results, &found)
                               : -1;
   lt.pref_destroy(pref);
-  if (status != 0 || found < 1 || result.state != 0) return plan;
-  plan->algo = result.algo;
+  if (status != 0) return plan;
+  for (int i = 0; i < found && i < kLtCandidates; ++i) {
+    if (results[i].state == 0 && results[i].workspace_size <= kWorkspaceBytes) {
+      plan->candidates.push_back(results[i].algo);
+    }
+  }
+  if (plan->candidates.empty()) return plan;
+  plan->algo = plan->candidates.front();
+  plan->tuned = plan->candidates.size() == 1;
   plan->ok = true;
   return plan;
+}
+
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SHIMKIT_CUBLASLT_AUTOTUNE");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// cuBLASLt's first guess can be several times slower than its runner-up for
+// small-batch shapes (on an H200, a 28 us kernel for [8, 256] x [256, 512]
+// where another takes 6 us), so each geometry's candidates are timed once,
+// on the real operands, and the fastest is kept. Only for products that do
+// not read their output (beta == 0): timing runs overwrite it.
+template <typename Run>
+void autotune(LtPlan& plan, Stream stream, Run&& run) {
+  const Runtime& rt = runtime();
+  double best = 0.0;
+  size_t best_index = 0;
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (run(plan.candidates[i]) != 0) continue;  // warm-up; a failing one is skipped
+    if (rt.stream_synchronize(stream) != kSuccess) return;
+    const auto start = std::chrono::steady_clock::now();
+    bool ok = true;
+    for (int rep = 0; rep < kLtTimingRuns && ok; ++rep) ok = run(plan.candidates[i]) == 0;
+    if (!ok || rt.stream_synchronize(stream) != kSuccess) continue;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (best == 0.0 || seconds < best) {
+      best = seconds;
+      best_index = i;
+    }
+  }
+  plan.algo = plan.candidates[best_index];
 }
 
 // The GEMM on cuBLASLt, bias in its epilogue. false: cuBLASLt unavailable or
@@ -190,15 +240,22 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
     it = plans.emplace(key, make_lt_plan(ctx.lt, m, n, k, oa, ob, oc, align, bias != nullptr))
              .first;
   }
-  const LtPlan& plan = *it->second;
+  LtPlan& plan = *it->second;
   if (!plan.ok) return false;
   if (bias != nullptr &&
       lt.desc_set(plan.desc, kLtDescBiasPointer, &bias, sizeof bias) != 0) {
     return false;
   }
-  return lt.matmul(ctx.lt, plan.desc, &alpha, b.data_ptr(), plan.a, a.data_ptr(), plan.b, &beta,
-                   out.data_ptr(), plan.c, out.data_ptr(), plan.c, &plan.algo,
-                   ctx.workspace->data(), kWorkspaceBytes, ctx.stream) == 0;
+  const auto run = [&](const LtAlgo& algo) {
+    return lt.matmul(ctx.lt, plan.desc, &alpha, b.data_ptr(), plan.a, a.data_ptr(), plan.b,
+                     &beta, out.data_ptr(), plan.c, out.data_ptr(), plan.c, &algo,
+                     ctx.workspace->data(), kWorkspaceBytes, ctx.stream);
+  };
+  if (!plan.tuned && beta == 0.0f && autotune_enabled()) {
+    autotune(plan, ctx.stream, run);
+    plan.tuned = true;
+  }
+  return run(plan.algo) == 0;
 }
 
 }  // namespace

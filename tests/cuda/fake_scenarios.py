@@ -187,6 +187,30 @@ def blas_counter(name: str) -> int:
     return int(fake.fake_cublas_counter(name.encode()))
 
 
+def lt_counter(name: str) -> int:
+    fake = ctypes.CDLL(os.environ["SHIMKIT_CUBLASLT"])
+    fake.fake_cublaslt_counter.restype = ctypes.c_long
+    return int(fake.fake_cublaslt_counter(name.encode()))
+
+
+def autotune(s: Shims) -> dict[str, Any]:
+    """Twenty identical mms and two addmms reading their output: how often the slow algorithm
+    (ranked first by the fake's heuristic) ran."""
+    x = s.device(np.ones((4, 8), dtype=np.float32))
+    w = s.device(np.ones((8, 6), dtype=np.float32))
+    out = s.empty((4, 6), None, 0)
+    for _ in range(20):
+        s.call("aoti_torch_cuda_mm_out", out, x, w)
+    r: dict[str, Any] = {"slow_runs_mm": lt_counter("matmul_slow")}
+    r["mm_ok"] = bool(np.array_equal(s.numpy(out), np.full((4, 6), 8.0, np.float32)))
+    full = s.device(np.ones((4, 6), dtype=np.float32))
+    for _ in range(2):  # beta != 0 reads `out`: never timed, the heuristic's first choice runs
+        s.call("aoti_torch_cuda_addmm_out", out, full, x, w, ctypes.c_double(1.0),
+               ctypes.c_double(1.0))  # fmt: skip
+    r["addmm_ok"] = bool(np.array_equal(s.numpy(out), np.full((4, 6), 9.0, np.float32)))
+    return r
+
+
 def blas_binding(s: Shims) -> dict[str, Any]:
     """cuBLAS is bound to a stream (and given a workspace) once per stream, not per GEMM."""
     x = s.device(np.ones((4, 4), dtype=np.float32))
@@ -351,6 +375,7 @@ SCENARIOS = {
     "caching": caching,
     "matmul": matmul,
     "blas_binding": blas_binding,
+    "autotune": autotune,
     "fallbacks": fallbacks,
     "conv": conv,
 }

@@ -141,6 +141,20 @@ def test_layout_checks_catch_a_wrong_transpose_or_a_lost_bias(
     assert r["addmm_row_bias"] > 1e-2 and r["mm_wT"] < 1e-5
 
 
+def test_cublaslt_keeps_the_fastest_algorithm(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "autotune", FAKE_CUBLASLT_TWO_ALGOS="1")
+    assert r["mm_ok"] and r["addmm_ok"]
+    # Timed once (a warm-up and five runs), then never again: 20 mms, 6 slow runs.
+    assert r["slow_runs_mm"] == 6
+    # Control: without tuning the heuristic's first (slow) choice runs every time.
+    r = scenario(
+        cuda_libs, fakes, "autotune", FAKE_CUBLASLT_TWO_ALGOS="1", SHIMKIT_CUBLASLT_AUTOTUNE="0"
+    )
+    assert r["mm_ok"] and r["slow_runs_mm"] == 20
+
+
 def test_cublas_is_bound_once_per_stream(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:

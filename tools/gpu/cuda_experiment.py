@@ -155,13 +155,13 @@ def main() -> int:
         env,
         90,
     )
-    # The conv net once more with cuDNN off: the host path, for comparison.
-    steps["slim_host_conv"] = step(
-        "slim_host_conv",
-        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_host_conv.json"),
+    # Once more without cuDNN and cuBLASLt (host convolution, legacy cuBLAS), for comparison.
+    steps["slim_legacy"] = step(
+        "slim_legacy",
+        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_legacy.json"),
          "--bench-only"],
         out,
-        dict(env, SHIMKIT_CUDNN="0"),
+        dict(env, SHIMKIT_CUDNN="0", SHIMKIT_CUBLASLT="0"),
         45,
     )  # fmt: skip
     if "--no-nocache" not in sys.argv:
@@ -199,7 +199,7 @@ def main() -> int:
         if (blobs / f"{name}.so").exists():
             (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
     summary["steps"] = steps
-    results = ("slim", "slim_host_conv", "slim_nocache", "probe", "breakdown")
+    results = ("slim", "slim_legacy", "slim_nocache", "probe", "breakdown")
     for name in (*results, "torch_runner_forward", "torch_runner_default"):
         path = out / f"{name}.json"
         if path.exists():

@@ -144,6 +144,12 @@ class Runtime:
         self.shims.shimkit_cuda_conv_counts(ctypes.byref(on_cudnn), ctypes.byref(on_host))
         return on_cudnn.value, on_host.value
 
+    def gemm_counts(self) -> tuple[int, int]:
+        """(float32 GEMMs run on cuBLASLt, on legacy cuBLAS) so far in this process."""
+        on_lt, on_cublas = ctypes.c_int64(), ctypes.c_int64()
+        self.shims.shimkit_cuda_gemm_counts(ctypes.byref(on_lt), ctypes.byref(on_cublas))
+        return on_lt.value, on_cublas.value
+
     def last_conv_fallback(self) -> str:
         return (self.shims.shimkit_cuda_conv_last_fallback() or b"").decode(errors="replace")
 

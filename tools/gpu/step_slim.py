@@ -59,7 +59,7 @@ def main() -> int:
         ref = np.load(blobs / f"{case}.npz")
         inputs = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
         entry: dict[str, object] = {}
-        convs_before = rt.conv_counts()
+        convs_before, gemms_before = rt.conv_counts(), rt.gemm_counts()
         try:
             start = time.perf_counter()
             model = rt.load(so.read_bytes(), 0)
@@ -76,6 +76,9 @@ def main() -> int:
         convs = rt.conv_counts()
         entry["convs_on_cudnn"] = convs[0] - convs_before[0]
         entry["convs_on_host"] = convs[1] - convs_before[1]
+        gemms = rt.gemm_counts()
+        entry["gemms_on_cublaslt"] = gemms[0] - gemms_before[0]
+        entry["gemms_on_cublas"] = gemms[1] - gemms_before[1]
         if entry["convs_on_host"]:
             entry["conv_fallback_reason"] = rt.last_conv_fallback()
         report[case] = entry

@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { OK = 0, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
 enum { TRANSA = 3, TRANSB = 4, EPILOGUE = 7, BIAS_POINTER = 8 };
 enum { EPILOGUE_DEFAULT = 1, EPILOGUE_BIAS = 4 };
 enum { MAX_WORKSPACE = 1, ALIGN_A = 5 };
 #define ALGO_TAG 0x5eedULL
+#define SLOW_TAG 0x510eULL /* FAKE_CUBLASLT_TWO_ALGOS=1: ranked first, 2 ms a call */
 #define WORKSPACE 1024
 
 typedef struct { uint64_t data[8]; } Algo;
@@ -31,11 +33,12 @@ typedef struct { int32_t ta, tb; uint32_t epilogue; const float* bias; } Desc;
 typedef struct { uint64_t rows, cols; int64_t ld; } Layout;
 typedef struct { uint64_t max_workspace; uint32_t align[4]; } Pref;
 
-static long g_matmuls = 0, g_heuristics = 0;
+static long g_matmuls = 0, g_heuristics = 0, g_slow = 0;
 
 long fake_cublaslt_counter(const char* name) {
   if (strcmp(name, "matmul") == 0) return g_matmuls;
   if (strcmp(name, "heuristic") == 0) return g_heuristics;
+  if (strcmp(name, "matmul_slow") == 0) return g_slow;
   return -1;
 }
 
@@ -118,10 +121,15 @@ int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* 
     return INVALID_VALUE;
   }
   if (((const Pref*)pref)->max_workspace < WORKSPACE) return NOT_SUPPORTED;
-  memset(results, 0, sizeof(Result));
-  results[0].algo.data[0] = ALGO_TAG;
+  const int two = env_on("FAKE_CUBLASLT_TWO_ALGOS") && requested >= 2;
+  memset(results, 0, (two ? 2 : 1) * sizeof(Result));
+  results[0].algo.data[0] = two ? SLOW_TAG : ALGO_TAG;
   results[0].workspace_size = WORKSPACE;
-  *found = 1;
+  if (two) {
+    results[1].algo.data[0] = ALGO_TAG;
+    results[1].workspace_size = WORKSPACE;
+  }
+  *found = two ? 2 : 1;
   return OK;
 }
 
@@ -136,7 +144,13 @@ int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* 
   (void)h, (void)stream, (void)ddesc;
   const Desc* d = (const Desc*)desc;
   const Layout *la = (const Layout*)adesc, *lb = (const Layout*)bdesc, *lc = (const Layout*)cdesc;
-  if (algo == NULL || algo->data[0] != ALGO_TAG) return INVALID_VALUE;
+  if (algo == NULL || (algo->data[0] != ALGO_TAG && algo->data[0] != SLOW_TAG)) {
+    return INVALID_VALUE;
+  }
+  if (algo->data[0] == SLOW_TAG) {
+    ++g_slow;
+    usleep(2000);
+  }
   if (workspace == NULL || ws_size < WORKSPACE) return INVALID_VALUE;
   if (!shapes_agree(d, la, lb, lc)) return INVALID_VALUE;
   if (d->epilogue == EPILOGUE_BIAS && d->bias == NULL) return INVALID_VALUE;
