@@ -49,8 +49,12 @@ def table(summary: dict[str, Any]) -> str:
         proof = get(summary, "probe", case, "proof_ok")
         bound = get(summary, "probe", case, "bound_to_slim")
         total = get(summary, "probe", case, "shim_imports")
+        spread = (
+            f" (blocks {get(summary, 'slim', case, 'us_per_run_min_max')} vs "
+            f"{get(summary, 'torch_runner_forward', f'{case}_same_blob', 'us_per_run_min_max')})"
+        )
         lines.append(
-            f"| {case} | {slim} | {beside} | {torch_us} | {ratio} | {match} "
+            f"| {case} | {slim} | {beside} | {torch_us} | {ratio}{spread} | {match} "
             f"| {proof} ({bound}/{total} imports bound to the slim library) |"
         )
     on_cudnn = get(summary, "slim", "convnet", "convs_on_cudnn")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -67,7 +68,10 @@ def main() -> int:
             entry["cold_load_and_first_run_ms"] = round((time.perf_counter() - start) * 1e3, 2)
             entry.update(compare(outs, ref))
             model.bench(inputs, 20)  # warm up
-            entry["us_per_run"] = round(model.bench(inputs, ITERATIONS[case]) / 1e3, 2)
+            # Five blocks, median reported (as step_torch_runner.py does).
+            blocks = [model.bench(inputs, ITERATIONS[case] // 5) / 1e3 for _ in range(5)]
+            entry["us_per_run"] = round(statistics.median(blocks), 2)
+            entry["us_per_run_min_max"] = [round(min(blocks), 2), round(max(blocks), 2)]
             entry["iterations"] = ITERATIONS[case]
             entry["cached_bytes_after"] = rt.cached_bytes()
             model.free()

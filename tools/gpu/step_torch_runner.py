@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -49,11 +50,17 @@ def measure(
     for _ in range(20):
         runner.run(inputs)
         torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(iterations):
-        runner.run(inputs)
-        torch.cuda.synchronize()
-    entry["us_per_run"] = round((time.perf_counter() - start) / iterations * 1e6, 2)
+    # Five blocks; the median block is the figure (the machine's noise moved
+    # single means by up to 2x between runs), min and max show the spread.
+    blocks = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(iterations // 5):
+            runner.run(inputs)
+            torch.cuda.synchronize()
+        blocks.append((time.perf_counter() - start) / (iterations // 5) * 1e6)
+    entry["us_per_run"] = round(statistics.median(blocks), 2)
+    entry["us_per_run_min_max"] = [round(min(blocks), 2), round(max(blocks), 2)]
     entry["iterations"] = iterations
     return entry
 
