@@ -35,8 +35,8 @@ if [ ! -x .venv/bin/python ] || [ requirements.lock -nt "$stamp" ] || [ pyprojec
   touch "$stamp"
 fi
 
-if [ ! -x node_modules/.bin/buildifier ]; then
-  echo "bootstrap: installing buildifier from npm"
+if [ ! -x node_modules/.bin/buildifier ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "bootstrap: installing npm dev tools (buildifier, the SARIF schema)"
   npm ci --no-audit --no-fund --silent
 fi
 
