@@ -20,8 +20,19 @@ Registry& registry() {
 // dtype codes the slim shims store (c10::ScalarType numbering).
 bool known_dtype(int32_t code) {
   switch (code) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7:
-    case 11: case 15: case 27: case 28: case 29:
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 11:
+    case 15:
+    case 27:
+    case 28:
+    case 29:
       return true;
     default:
       return false;

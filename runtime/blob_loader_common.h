@@ -106,8 +106,7 @@ inline int read_file(const char* path, std::vector<char>* bytes, std::string* er
   return SHIMKIT_E_IO;
 }
 
-inline int read_blob_symbols(const void* bytes, size_t size, ElfSymbols* syms,
-                             std::string* error) {
+inline int read_blob_symbols(const void* bytes, size_t size, ElfSymbols* syms, std::string* error) {
   std::string why;
   if (!read_elf_symbols(static_cast<const unsigned char*>(bytes), size, syms, &why)) {
     *error = "blob: " + why;
@@ -128,8 +127,8 @@ inline int read_blob_symbols(const void* bytes, size_t size, ElfSymbols* syms,
 // must resolve only when `resolve_others`. `unresolved` ends the message for
 // a name nothing provides.
 inline int check_import(const std::string& name, const std::string& bare, bool prefixed,
-                        const std::string& provider, bool resolve_others,
-                        const char* unresolved, std::string* error) {
+                        const std::string& provider, bool resolve_others, const char* unresolved,
+                        std::string* error) {
   const bool shim = is_shim_family(bare);
   if (shim && !prefixed) {
     *error = "blob: imports unprefixed shim " + name +

@@ -20,8 +20,7 @@ struct ElfSymbols {
 };
 
 // Parses `bytes`; on failure returns false and sets *error to one line.
-bool read_elf_symbols(const unsigned char* bytes, size_t size, ElfSymbols* out,
-                      std::string* error);
+bool read_elf_symbols(const unsigned char* bytes, size_t size, ElfSymbols* out, std::string* error);
 
 }  // namespace shimkit
 

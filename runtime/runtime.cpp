@@ -130,8 +130,8 @@ int load(const void* bytes, size_t size, shimkit_model** out) {
   model->num_inputs_fn = entries.num_inputs;
   model->num_outputs_fn = entries.num_outputs;
   if (opened != SHIMKIT_OK) return fail(opened, error);
-  model->input_name_fn = reinterpret_cast<NameFn>(
-      dlsym(model->dl, "AOTInductorModelContainerGetInputName"));
+  model->input_name_fn =
+      reinterpret_cast<NameFn>(dlsym(model->dl, "AOTInductorModelContainerGetInputName"));
   shimkit_shim_clear_error();
   if (model->create(&model->container, 1, "cpu", nullptr) != 0 || model->container == nullptr) {
     model->container = nullptr;
@@ -201,8 +201,7 @@ int run_locked(shimkit_model* m, const shimkit_tensor* inputs, size_t num_inputs
   }
   if (outputs != nullptr && num_outputs != m->num_outputs) {
     return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(m->num_outputs) +
-                                         " outputs, caller expects " +
-                                         std::to_string(num_outputs));
+                                         " outputs, caller expects " + std::to_string(num_outputs));
   }
   std::vector<AtenTensorHandle> handles(num_inputs, nullptr);
   auto free_handles = [&]() {
@@ -214,12 +213,11 @@ int run_locked(shimkit_model* m, const shimkit_tensor* inputs, size_t num_inputs
     const shimkit_tensor& t = inputs[i];
     if (t.ndim < 0 || t.ndim > SHIMKIT_MAX_DIMS) {
       free_handles();
-      return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": bad ndim " +
-                                           std::to_string(t.ndim));
+      return fail(SHIMKIT_E_BAD_INPUT,
+                  "input " + std::to_string(i) + ": bad ndim " + std::to_string(t.ndim));
     }
     if (aoti_torch_create_tensor_from_blob(t.data, t.ndim, t.sizes, t.strides, 0, t.dtype,
-                                           aoti_torch_device_type_cpu(), -1,
-                                           &handles[i]) != 0) {
+                                           aoti_torch_device_type_cpu(), -1, &handles[i]) != 0) {
       handles[i] = nullptr;
       free_handles();
       return fail(SHIMKIT_E_BAD_INPUT,
@@ -237,8 +235,7 @@ int run_locked(shimkit_model* m, const shimkit_tensor* inputs, size_t num_inputs
     // bounds.
     static std::mutex env_mutex;
     std::lock_guard<std::mutex> env_lock(env_mutex);
-    const bool set_env =
-        m->check_inputs && std::getenv("AOTI_RUNTIME_CHECK_INPUTS") == nullptr;
+    const bool set_env = m->check_inputs && std::getenv("AOTI_RUNTIME_CHECK_INPUTS") == nullptr;
     if (set_env) setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 0);
     rc = m->run(m->container, handles.data(), num_inputs, m->outputs.data(), m->num_outputs,
                 nullptr, nullptr);
@@ -359,9 +356,8 @@ int shimkit_model_run(shimkit_model* model, const shimkit_tensor* inputs, size_t
   }
 }
 
-int shimkit_model_run_into(shimkit_model* model, const shimkit_tensor* inputs,
-                           size_t num_inputs, shimkit_tensor* outputs, size_t num_outputs,
-                           uint8_t* copied) {
+int shimkit_model_run_into(shimkit_model* model, const shimkit_tensor* inputs, size_t num_inputs,
+                           shimkit_tensor* outputs, size_t num_outputs, uint8_t* copied) {
   if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
   if (inputs == nullptr && num_inputs > 0) return fail(SHIMKIT_E_BAD_INPUT, "null inputs");
   if (outputs == nullptr || copied == nullptr) {

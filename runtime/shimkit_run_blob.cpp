@@ -23,11 +23,20 @@ bool parse_spec(const char* spec, shimkit_tensor* t, std::vector<std::vector<cha
   if (colon == nullptr) return false;
   const std::string kind(spec, colon);
   size_t itemsize = 0;
-  if (kind == "f32") { t->dtype = 6; itemsize = 4; }
-  else if (kind == "f64") { t->dtype = 7; itemsize = 8; }
-  else if (kind == "i64") { t->dtype = 4; itemsize = 8; }
-  else if (kind == "i32") { t->dtype = 3; itemsize = 4; }
-  else return false;
+  if (kind == "f32") {
+    t->dtype = 6;
+    itemsize = 4;
+  } else if (kind == "f64") {
+    t->dtype = 7;
+    itemsize = 8;
+  } else if (kind == "i64") {
+    t->dtype = 4;
+    itemsize = 8;
+  } else if (kind == "i32") {
+    t->dtype = 3;
+    itemsize = 4;
+  } else
+    return false;
   t->ndim = 0;
   const char* p = colon + 1;
   while (*p != '\0') {
@@ -105,13 +114,15 @@ int main(int argc, char** argv) {
   }
   const double first_ms = ms_since(start);
   double ns = 0;
-  if (runs > 0 && shimkit_model_bench(model, inputs.data(), inputs.size(), runs, &ns) != SHIMKIT_OK) {
+  if (runs > 0 &&
+      shimkit_model_bench(model, inputs.data(), inputs.size(), runs, &ns) != SHIMKIT_OK) {
     std::fprintf(stderr, "%s\n", shimkit_last_error());
     shimkit_model_free(model);
     return 1;
   }
   shimkit_model_free(model);
-  std::printf("{\"load_ms\": %.3f, \"first_run_ms\": %.3f, \"us_per_run\": %.3f, \"max_rss_kb\": %ld}\n",
-              load_ms, first_ms, ns / 1000.0, peak_rss_kb());
+  std::printf(
+      "{\"load_ms\": %.3f, \"first_run_ms\": %.3f, \"us_per_run\": %.3f, \"max_rss_kb\": %ld}\n",
+      load_ms, first_ms, ns / 1000.0, peak_rss_kb());
   return 0;
 }

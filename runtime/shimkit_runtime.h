@@ -22,15 +22,15 @@ extern "C" {
 
 enum shimkit_status {
   SHIMKIT_OK = 0,
-  SHIMKIT_E_BAD_BLOB = 1,        /* not a loadable ELF shared object for this machine */
-  SHIMKIT_E_MISSING_SHIM = 2,    /* imports a shim nothing provides, or one bound elsewhere */
-  SHIMKIT_E_MISSING_ENTRY = 3,   /* a required AOTInductorModelContainer* entry point is absent */
-  SHIMKIT_E_DLOPEN = 4,          /* the dynamic loader refused the blob */
-  SHIMKIT_E_CREATE = 5,          /* the blob failed to create its model container */
-  SHIMKIT_E_BAD_INPUT = 6,       /* wrong input count or malformed tensor descriptor */
-  SHIMKIT_E_RUN = 7,             /* the blob or a shim failed during the run */
-  SHIMKIT_E_IO = 8,              /* temp file or blob file could not be read/written */
-  SHIMKIT_E_PROVIDER = 9         /* the shim provider library could not be made global */
+  SHIMKIT_E_BAD_BLOB = 1,      /* not a loadable ELF shared object for this machine */
+  SHIMKIT_E_MISSING_SHIM = 2,  /* imports a shim nothing provides, or one bound elsewhere */
+  SHIMKIT_E_MISSING_ENTRY = 3, /* a required AOTInductorModelContainer* entry point is absent */
+  SHIMKIT_E_DLOPEN = 4,        /* the dynamic loader refused the blob */
+  SHIMKIT_E_CREATE = 5,        /* the blob failed to create its model container */
+  SHIMKIT_E_BAD_INPUT = 6,     /* wrong input count or malformed tensor descriptor */
+  SHIMKIT_E_RUN = 7,           /* the blob or a shim failed during the run */
+  SHIMKIT_E_IO = 8,            /* temp file or blob file could not be read/written */
+  SHIMKIT_E_PROVIDER = 9       /* the shim provider library could not be made global */
 };
 
 /* A CPU tensor descriptor. Strides count elements. `dtype` uses torch's
@@ -97,7 +97,7 @@ SHIMKIT_RUNTIME_API int shimkit_model_bench(shimkit_model* model, const shimkit_
                                             double* ns_per_run);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SHIMKIT_RUNTIME_SHIMKIT_RUNTIME_H_ */

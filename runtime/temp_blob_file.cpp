@@ -21,8 +21,8 @@ std::string temp_dir() {
 bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
   remove();
   const unsigned long long n = g_counter.fetch_add(1, std::memory_order_relaxed);
-  std::string path = temp_dir() + "/shimkit-blob-" + std::to_string(getpid()) + "-" +
-                     std::to_string(n) + ".so";
+  std::string path =
+      temp_dir() + "/shimkit-blob-" + std::to_string(getpid()) + "-" + std::to_string(n) + ".so";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     *error = path + ": cannot create temp file: " + std::strerror(errno);

@@ -93,8 +93,7 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle se
                                                              const int64_t* strides_ptr,
                                                              int64_t storage_offset,
                                                              AtenTensorHandle* ret);
-SHIMKIT_EXPORT AOTITorchError aoti_torch_as_strided(AtenTensorHandle self,
-                                                    const int64_t* sizes_ptr,
+SHIMKIT_EXPORT AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes_ptr,
                                                     const int64_t* strides_ptr,
                                                     AtenTensorHandle* ret);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
@@ -119,16 +118,14 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle
 SHIMKIT_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
                                                int32_t non_blocking);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst);
-SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src,
-                                                        AtenTensorHandle dst);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
                                                             AtenTensorHandle* ret_dst);
 
 // Fallback ops the CPU test models need.
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                       AtenTensorHandle mat1,
-                                                       AtenTensorHandle mat2, double beta,
-                                                       double alpha);
+                                                       AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                       double beta, double alpha);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                     AtenTensorHandle mat2);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,

@@ -56,9 +56,9 @@ inline SlimTensor lift_conv_1d(const SlimTensor& t) {
 // Sizes of a checked convolution, on the lifted (4-D) tensors.
 struct ConvShape {
   bool is_1d = false;
-  int64_t n = 0, c = 0, h = 0, w = 0;       // input
-  int64_t oc = 0, cg = 0, kh = 0, kw = 0;   // weight: [OC, C / groups, KH, KW]
-  int64_t oh = 0, ow = 0;                   // output spatial size
+  int64_t n = 0, c = 0, h = 0, w = 0;      // input
+  int64_t oc = 0, cg = 0, kh = 0, kw = 0;  // weight: [OC, C / groups, KH, KW]
+  int64_t oh = 0, ow = 0;                  // output spatial size
   int64_t groups = 1;
   // ATen's rule (CPU and cuDNN alike): a 4-D output is channels_last when the
   // input or the weight is channels_last.

@@ -15,8 +15,8 @@ namespace shimkit {
 namespace {
 
 SlimTensor contiguous_copy(const SlimTensor& t) {
-  SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
-                                     t.device_type(), t.device_index());
+  SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(), t.device_type(),
+                                     t.device_index());
   copy_elements(out, t);
   return out;
 }
@@ -73,8 +73,8 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
       } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(ocg),
                     static_cast<int>(l), static_cast<int>(k), 1.0f, wg, static_cast<int>(k),
-                    col.data(), static_cast<int>(l), 0.0f,
-                    odata + b * out_strides[0] + g * ocg * l, static_cast<int>(l));
+                    col.data(), static_cast<int>(l), 0.0f, odata + b * out_strides[0] + g * ocg * l,
+                    static_cast<int>(l));
       }
     }
   }
@@ -109,11 +109,10 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
     if (transposed != 0) throw shimkit::ShimError("transposed convolution is not supported");
     const shimkit::SlimTensor& in = shimkit::as_tensor(input);
     const int64_t spatial = in.dim() - 2;
-    const shimkit::ConvParams p = shimkit::read_conv_params(
-        spatial, stride, stride_len_, padding, padding_len_, dilation, dilation_len_);
+    const shimkit::ConvParams p = shimkit::read_conv_params(spatial, stride, stride_len_, padding,
+                                                            padding_len_, dilation, dilation_len_);
     const shimkit::SlimTensor* b =
         (bias != nullptr && *bias != nullptr) ? &shimkit::as_tensor(*bias) : nullptr;
-    *ret0 = shimkit::to_handle(
-        shimkit::convolution(in, shimkit::as_tensor(weight), b, p, groups));
+    *ret0 = shimkit::to_handle(shimkit::convolution(in, shimkit::as_tensor(weight), b, p, groups));
   });
 }

@@ -259,7 +259,8 @@ AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
     check_out(ret);
     const SlimTensor& t = as_tensor(self);
     // preserve_format: dense tensors keep their stride order, others go contiguous.
-    *ret = to_handle(clone_with_strides(t, shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec())));
+    *ret = to_handle(
+        clone_with_strides(t, shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec())));
   });
 }
 
@@ -274,8 +275,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
   });
 }
 
-AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
-                                int32_t non_blocking) {
+AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
   (void)non_blocking;
   return SHIMKIT_GUARD({ shimkit::copy_elements(as_tensor(self), as_tensor(src)); });
 }

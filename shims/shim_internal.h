@@ -59,8 +59,7 @@ inline size_t blob_nbytes(const void* data, int64_t ndim, const int64_t* sizes,
 
 // create_tensor_from_blob_v2 takes only strided tensors without opaque
 // metadata; otherwise false, with the last error set for `function`.
-inline bool plain_strided_blob(const char* function, int32_t layout,
-                               int64_t opaque_metadata_size) {
+inline bool plain_strided_blob(const char* function, int32_t layout, int64_t opaque_metadata_size) {
   if (layout == kLayoutStrided && opaque_metadata_size == 0) return true;
   set_last_error(std::string(function) +
                  ": only strided tensors without opaque metadata are supported");

@@ -51,8 +51,8 @@ bool as_blas_operand(const SlimTensor& t, BlasOperand* op) {
 
 SlimTensor contiguous(const SlimTensor& t) {
   if (t.is_contiguous()) return t;
-  SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
-                                     t.device_type(), t.device_index());
+  SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(), t.device_type(),
+                                     t.device_index());
   copy_elements(out, t);
   return out;
 }
@@ -80,8 +80,14 @@ void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, d
   if (m == 0 || n == 0) return;
   SlimTensor a = a_in, b = b_in;
   BlasOperand oa{}, ob{}, oc{};
-  if (!as_blas_operand(a, &oa)) { a = contiguous(a_in); as_blas_operand(a, &oa); }
-  if (!as_blas_operand(b, &ob)) { b = contiguous(b_in); as_blas_operand(b, &ob); }
+  if (!as_blas_operand(a, &oa)) {
+    a = contiguous(a_in);
+    as_blas_operand(a, &oa);
+  }
+  if (!as_blas_operand(b, &ob)) {
+    b = contiguous(b_in);
+    as_blas_operand(b, &ob);
+  }
   SlimTensor target = c;
   const bool direct = as_blas_operand(c, &oc) && oc.trans == CblasNoTrans;
   if (!direct) {
@@ -95,13 +101,15 @@ void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, d
     std::memset(zeros.data_ptr(), 0, static_cast<size_t>(m * n) * zeros.itemsize());
     if (beta == 0.0) copy_elements(target, zeros);
   } else if (c.dtype() == dtype::kFloat32) {
-    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                     static_cast<double>(k));
     cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), static_cast<float>(alpha),
-                static_cast<const float*>(oa.data), oa.ld, static_cast<const float*>(ob.data),
-                ob.ld, static_cast<float>(beta), static_cast<float*>(target.data_ptr()), oc.ld);
+                static_cast<int>(k), static_cast<float>(alpha), static_cast<const float*>(oa.data),
+                oa.ld, static_cast<const float*>(ob.data), ob.ld, static_cast<float>(beta),
+                static_cast<float*>(target.data_ptr()), oc.ld);
   } else {
-    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                     static_cast<double>(k));
     cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), alpha, static_cast<const double*>(oa.data), oa.ld,
                 static_cast<const double*>(ob.data), ob.ld, beta,

@@ -90,10 +90,14 @@ void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest,
 void dispatch(const SlimTensor& self, int64_t dim, int64_t k, bool largest, bool stable,
               const SlimTensor& values, const SlimTensor& indices) {
   switch (self.dtype()) {
-    case dtype::kFloat32: return select_sorted<float>(self, dim, k, largest, stable, values, indices);
-    case dtype::kFloat64: return select_sorted<double>(self, dim, k, largest, stable, values, indices);
-    case dtype::kInt32: return select_sorted<int32_t>(self, dim, k, largest, stable, values, indices);
-    case dtype::kInt64: return select_sorted<int64_t>(self, dim, k, largest, stable, values, indices);
+    case dtype::kFloat32:
+      return select_sorted<float>(self, dim, k, largest, stable, values, indices);
+    case dtype::kFloat64:
+      return select_sorted<double>(self, dim, k, largest, stable, values, indices);
+    case dtype::kInt32:
+      return select_sorted<int32_t>(self, dim, k, largest, stable, values, indices);
+    case dtype::kInt64:
+      return select_sorted<int64_t>(self, dim, k, largest, stable, values, indices);
     default:
       throw ShimError(std::string("unsupported dtype ") + dtype_name(self.dtype()));
   }
@@ -111,8 +115,7 @@ using shimkit::to_handle;
 extern "C" {
 
 AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
-                                   int32_t sorted, AtenTensorHandle* ret0,
-                                   AtenTensorHandle* ret1) {
+                                   int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
   (void)sorted;  // results are always sorted, which "unsorted" allows
   return SHIMKIT_GUARD({
     check_out(ret0);
@@ -125,9 +128,8 @@ AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim
     if (t.dim() > 0) sizes[d] = k;
     SlimTensor values = SlimTensor::empty(sizes.data(), nullptr, t.dim(), t.dtype(),
                                           t.device_type(), t.device_index());
-    SlimTensor indices = SlimTensor::empty(sizes.data(), nullptr, t.dim(),
-                                           shimkit::dtype::kInt64, t.device_type(),
-                                           t.device_index());
+    SlimTensor indices = SlimTensor::empty(sizes.data(), nullptr, t.dim(), shimkit::dtype::kInt64,
+                                           t.device_type(), t.device_index());
     if (k > 0) shimkit::dispatch(t, d, k, largest != 0, false, values, indices);
     *ret0 = to_handle(std::move(values));
     *ret1 = to_handle(std::move(indices));
@@ -144,12 +146,13 @@ AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable
     const SlimTensor& t = as_tensor(self);
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
     const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
-    const std::vector<int64_t> strides = shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec());
+    const std::vector<int64_t> strides =
+        shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec());
     SlimTensor values = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
                                           t.device_type(), t.device_index());
-    SlimTensor indices = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(),
-                                           shimkit::dtype::kInt64, t.device_type(),
-                                           t.device_index());
+    SlimTensor indices =
+        SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), shimkit::dtype::kInt64,
+                          t.device_type(), t.device_index());
     if (t.numel() > 0) shimkit::dispatch(t, d, len, descending != 0, true, values, indices);
     *ret0 = to_handle(std::move(values));
     *ret1 = to_handle(std::move(indices));

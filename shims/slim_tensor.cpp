@@ -42,20 +42,34 @@ bool is_known_dtype(int32_t dtype) {
 
 const char* dtype_name(int32_t dtype) {
   switch (dtype) {
-    case dtype::kUInt8: return "uint8";
-    case dtype::kInt8: return "int8";
-    case dtype::kInt16: return "int16";
-    case dtype::kInt32: return "int32";
-    case dtype::kInt64: return "int64";
-    case dtype::kFloat16: return "float16";
-    case dtype::kFloat32: return "float32";
-    case dtype::kFloat64: return "float64";
-    case dtype::kBool: return "bool";
-    case dtype::kBFloat16: return "bfloat16";
-    case dtype::kUInt16: return "uint16";
-    case dtype::kUInt32: return "uint32";
-    case dtype::kUInt64: return "uint64";
-    default: return "unknown";
+    case dtype::kUInt8:
+      return "uint8";
+    case dtype::kInt8:
+      return "int8";
+    case dtype::kInt16:
+      return "int16";
+    case dtype::kInt32:
+      return "int32";
+    case dtype::kInt64:
+      return "int64";
+    case dtype::kFloat16:
+      return "float16";
+    case dtype::kFloat32:
+      return "float32";
+    case dtype::kFloat64:
+      return "float64";
+    case dtype::kBool:
+      return "bool";
+    case dtype::kBFloat16:
+      return "bfloat16";
+    case dtype::kUInt16:
+      return "uint16";
+    case dtype::kUInt32:
+      return "uint32";
+    case dtype::kUInt64:
+      return "uint64";
+    default:
+      return "unknown";
   }
 }
 
@@ -194,8 +208,8 @@ int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size
 }
 
 SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
-                       const int64_t* strides, int64_t ndim, int64_t storage_offset,
-                       int32_t dtype, int32_t device_type, int32_t device_index)
+                       const int64_t* strides, int64_t ndim, int64_t storage_offset, int32_t dtype,
+                       int32_t device_type, int32_t device_index)
     : storage_(std::move(storage)),
       storage_offset_(storage_offset),
       dtype_(dtype),
@@ -330,31 +344,62 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
 
 namespace {
 
-bool is_floating(int32_t dtype) {
-  return dtype == dtype::kFloat32 || dtype == dtype::kFloat64;
-}
+bool is_floating(int32_t dtype) { return dtype == dtype::kFloat32 || dtype == dtype::kFloat64; }
 
 double load_double(const char* p, int32_t dtype) {
   switch (dtype) {
-    case dtype::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case dtype::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-    default: break;
+    case dtype::kFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case dtype::kFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    default:
+      break;
   }
   throw ShimError(std::string("cannot convert from ") + dtype_name(dtype));
 }
 
 int64_t load_int(const char* p, int32_t dtype) {
   switch (dtype) {
-    case dtype::kBool: return *reinterpret_cast<const uint8_t*>(p) != 0;
-    case dtype::kUInt8: return *reinterpret_cast<const uint8_t*>(p);
-    case dtype::kInt8: return *reinterpret_cast<const int8_t*>(p);
-    case dtype::kInt16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case dtype::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case dtype::kInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case dtype::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case dtype::kBool:
+      return *reinterpret_cast<const uint8_t*>(p) != 0;
+    case dtype::kUInt8:
+      return *reinterpret_cast<const uint8_t*>(p);
+    case dtype::kInt8:
+      return *reinterpret_cast<const int8_t*>(p);
+    case dtype::kInt16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case dtype::kUInt16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case dtype::kInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case dtype::kUInt32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
     case dtype::kInt64:
-    case dtype::kUInt64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    default: break;
+    case dtype::kUInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    default:
+      break;
   }
   return static_cast<int64_t>(load_double(p, dtype));
 }
@@ -366,22 +411,44 @@ void store_as(char* p, T v) {
 
 void store(char* p, int32_t dtype, double dv, int64_t iv, bool from_float) {
   switch (dtype) {
-    case dtype::kFloat32: store_as<float>(p, from_float ? static_cast<float>(dv) : static_cast<float>(iv)); return;
-    case dtype::kFloat64: store_as<double>(p, from_float ? dv : static_cast<double>(iv)); return;
-    default: break;
+    case dtype::kFloat32:
+      store_as<float>(p, from_float ? static_cast<float>(dv) : static_cast<float>(iv));
+      return;
+    case dtype::kFloat64:
+      store_as<double>(p, from_float ? dv : static_cast<double>(iv));
+      return;
+    default:
+      break;
   }
   const int64_t v = from_float ? static_cast<int64_t>(dv) : iv;
   switch (dtype) {
-    case dtype::kBool: store_as<uint8_t>(p, from_float ? dv != 0.0 : iv != 0); return;
-    case dtype::kUInt8: store_as<uint8_t>(p, static_cast<uint8_t>(v)); return;
-    case dtype::kInt8: store_as<int8_t>(p, static_cast<int8_t>(v)); return;
-    case dtype::kInt16: store_as<int16_t>(p, static_cast<int16_t>(v)); return;
-    case dtype::kUInt16: store_as<uint16_t>(p, static_cast<uint16_t>(v)); return;
-    case dtype::kInt32: store_as<int32_t>(p, static_cast<int32_t>(v)); return;
-    case dtype::kUInt32: store_as<uint32_t>(p, static_cast<uint32_t>(v)); return;
+    case dtype::kBool:
+      store_as<uint8_t>(p, from_float ? dv != 0.0 : iv != 0);
+      return;
+    case dtype::kUInt8:
+      store_as<uint8_t>(p, static_cast<uint8_t>(v));
+      return;
+    case dtype::kInt8:
+      store_as<int8_t>(p, static_cast<int8_t>(v));
+      return;
+    case dtype::kInt16:
+      store_as<int16_t>(p, static_cast<int16_t>(v));
+      return;
+    case dtype::kUInt16:
+      store_as<uint16_t>(p, static_cast<uint16_t>(v));
+      return;
+    case dtype::kInt32:
+      store_as<int32_t>(p, static_cast<int32_t>(v));
+      return;
+    case dtype::kUInt32:
+      store_as<uint32_t>(p, static_cast<uint32_t>(v));
+      return;
     case dtype::kInt64:
-    case dtype::kUInt64: store_as<int64_t>(p, v); return;
-    default: break;
+    case dtype::kUInt64:
+      store_as<int64_t>(p, v);
+      return;
+    default:
+      break;
   }
   throw ShimError(std::string("cannot convert to ") + dtype_name(dtype));
 }

@@ -127,8 +127,8 @@ class SlimTensor {
              int32_t device_index);
 
   // A new owning tensor of the given geometry; strides==nullptr: contiguous.
-  static SlimTensor empty(const int64_t* sizes, const int64_t* strides, int64_t ndim,
-                          int32_t dtype, int32_t device_type, int32_t device_index);
+  static SlimTensor empty(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
+                          int32_t device_type, int32_t device_index);
 
   bool defined() const { return storage_ != nullptr; }
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }

@@ -45,8 +45,9 @@ AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
                                                   int64_t storage_offset, int32_t dtype,
                                                   int32_t device_type, int32_t device_index,
                                                   AtenTensorHandle* ret_new_tensor) {
-  if (ret_new_tensor == nullptr || ndim < 0 || ndim > kMaxDims || (ndim > 0 && (!sizes_ptr || !strides_ptr)) ||
-      dtype != kFloat32 || device_type != kCpu || device_index > 0) {
+  if (ret_new_tensor == nullptr || ndim < 0 || ndim > kMaxDims ||
+      (ndim > 0 && (!sizes_ptr || !strides_ptr)) || dtype != kFloat32 || device_type != kCpu ||
+      device_index > 0) {
     return AOTI_TORCH_FAILURE;
   }
   auto* tensor = new (std::nothrow) SlimTensor();

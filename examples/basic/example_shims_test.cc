@@ -6,12 +6,12 @@
 
 #include "examples/basic/example_shims.h"
 
-#define EXPECT(cond)                                              \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define EXPECT(cond)                                                          \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
       std::fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-      return 1;                                                   \
-    }                                                             \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
 int main() {

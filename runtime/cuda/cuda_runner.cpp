@@ -39,8 +39,7 @@ std::string shim_error() {
 // CUDA runtime/driver directly (cudaMalloc, cuLaunchKernel, ...).
 bool imports_cuda(const std::string& bare) {
   return bare.find("_cuda_") != std::string::npos || bare.rfind("cuda", 0) == 0 ||
-         (bare.size() > 2 && bare[0] == 'c' && bare[1] == 'u' && bare[2] >= 'A' &&
-          bare[2] <= 'Z');
+         (bare.size() > 2 && bare[0] == 'c' && bare[1] == 'u' && bare[2] >= 'A' && bare[2] <= 'Z');
 }
 
 struct Environment {
@@ -164,8 +163,8 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
   if (model->create(&model->container, 1, device.c_str(), nullptr) != 0 ||
       model->container == nullptr) {
     model->container = nullptr;
-    return fail(SHIMKIT_E_CREATE, "blob: creating the model container on " + device +
-                                      " failed: " + shim_error());
+    return fail(SHIMKIT_E_CREATE,
+                "blob: creating the model container on " + device + " failed: " + shim_error());
   }
   if (num_in(model->container, &model->num_inputs) != 0 ||
       num_out(model->container, &model->num_outputs) != 0) {
@@ -195,11 +194,10 @@ int upload_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, siz
     }
     Handles owner(1);
     owner.h[0] = host;
-    if (aoti_torch_empty_strided(t.ndim, t.sizes, t.strides, t.dtype,
-                                 aoti_torch_device_type_cuda(), m.device, &dev->h[i]) != 0 ||
+    if (aoti_torch_empty_strided(t.ndim, t.sizes, t.strides, t.dtype, aoti_torch_device_type_cuda(),
+                                 m.device, &dev->h[i]) != 0 ||
         aoti_torch_copy_(dev->h[i], host, 0) != 0) {
-      return fail(SHIMKIT_E_RUN, "input " + std::to_string(i) + ": upload failed: " +
-                                     shim_error());
+      return fail(SHIMKIT_E_RUN, "input " + std::to_string(i) + ": upload failed: " + shim_error());
     }
   }
   return SHIMKIT_OK;
@@ -264,8 +262,7 @@ int shimkit_cuda_model_load(const void* bytes, size_t size, int32_t device_index
   }
 }
 
-int shimkit_cuda_model_load_file(const char* path, int32_t device_index,
-                                 shimkit_cuda_model** out) {
+int shimkit_cuda_model_load_file(const char* path, int32_t device_index, shimkit_cuda_model** out) {
   if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
   try {
     std::vector<char> bytes;
@@ -301,8 +298,7 @@ int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inpu
   if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
   if (outputs == nullptr || num_outputs != model->num_outputs) {
     return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs) +
-                                         " outputs, caller expects " +
-                                         std::to_string(num_outputs));
+                                         " outputs, caller expects " + std::to_string(num_outputs));
   }
   try {
     std::lock_guard<std::mutex> lock(model->mutex);
@@ -357,8 +353,8 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
       }
     }
     const auto stop = std::chrono::steady_clock::now();
-    *ns_per_run =
-        std::chrono::duration<double, std::nano>(stop - start).count() / static_cast<double>(iterations);
+    *ns_per_run = std::chrono::duration<double, std::nano>(stop - start).count() /
+                  static_cast<double>(iterations);
     return SHIMKIT_OK;
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_RUN, std::string("bench failed: ") + e.what());
@@ -376,9 +372,8 @@ int shimkit_cuda_h2d_bandwidth(size_t bytes, int pinned, int32_t device_index, i
   Handles h(2);
   const int32_t f32 = aoti_torch_dtype_float32();
   const int32_t cpu = aoti_torch_device_type_cpu();
-  const int rc_src =
-      pinned ? aoti_torch_empty_strided_pinned(1, &n, nullptr, f32, cpu, -1, &h.h[0])
-             : aoti_torch_empty_strided(1, &n, nullptr, f32, cpu, -1, &h.h[0]);
+  const int rc_src = pinned ? aoti_torch_empty_strided_pinned(1, &n, nullptr, f32, cpu, -1, &h.h[0])
+                            : aoti_torch_empty_strided(1, &n, nullptr, f32, cpu, -1, &h.h[0]);
   if (rc_src != 0 || aoti_torch_empty_strided(1, &n, nullptr, f32, aoti_torch_device_type_cuda(),
                                               device_index, &h.h[1]) != 0) {
     return fail(SHIMKIT_E_DEVICE, "allocation failed: " + shim_error());

@@ -59,7 +59,7 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_h2d_bandwidth(size_t bytes, int pinned, int
                                                    int iterations, double* gb_per_s);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SHIMKIT_RUNTIME_CUDA_SHIMKIT_CUDA_RUNTIME_H_ */

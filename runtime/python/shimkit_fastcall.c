@@ -32,8 +32,7 @@
 typedef int (*run_fn)(shimkit_model*, const shimkit_tensor*, size_t, shimkit_tensor*, size_t);
 
 typedef struct {
-  PyObject_HEAD
-  run_fn run;
+  PyObject_HEAD run_fn run;
   shimkit_model* model;
   shimkit_tensor* inputs;
   shimkit_tensor* outputs;
@@ -188,8 +187,7 @@ static int input_ok(const Runner* self, Py_ssize_t i, PyObject* obj) {
 /* Takes the Runner's lock; waits with the GIL released if another thread holds it. */
 static void lock_runner(Runner* self) {
   if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
   }
 }
@@ -201,8 +199,8 @@ static int reusable(const Runner* self, Py_ssize_t i, PyObject* obj) {
   const Py_ssize_t weak = Py_TYPE(obj)->tp_weaklistoffset;
   if (weak > 0 && *(PyObject**)((char*)obj + weak) != NULL) return 0;
   PyArrayObject* arr = (PyArrayObject*)obj;
-  const int want = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE |
-                   NPY_ARRAY_ALIGNED;
+  const int want =
+      NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE | NPY_ARRAY_ALIGNED;
   if ((PyArray_FLAGS(arr) & want) != want || PyArray_BASE(arr) != NULL) return 0;
   if (PyArray_TYPE(arr) != self->out_type[i] || PyArray_NDIM(arr) != self->out_nd[i]) return 0;
   const npy_intp* dims = self->out_dims + i * SHIMKIT_MAX_DIMS;
@@ -220,8 +218,8 @@ static PyObject* output_array(Runner* self, Py_ssize_t i) {
     Py_INCREF(cached);
     return cached;
   }
-  PyObject* out = PyArray_SimpleNew(self->out_nd[i], self->out_dims + i * SHIMKIT_MAX_DIMS,
-                                    self->out_type[i]);
+  PyObject* out =
+      PyArray_SimpleNew(self->out_nd[i], self->out_dims + i * SHIMKIT_MAX_DIMS, self->out_type[i]);
   if (out == NULL) return NULL;
   Py_INCREF(out);
   self->cache[i] = out;
@@ -280,8 +278,7 @@ static void copy_output(const shimkit_tensor* d, char* dst, size_t itemsize, siz
 }
 
 /* `inputs` (n of them) are borrowed: the caller keeps them alive for the call. */
-static PyObject* run_locked(Runner* self, PyObject* const* inputs, Py_ssize_t n,
-                            int* keep_lock) {
+static PyObject* run_locked(Runner* self, PyObject* const* inputs, Py_ssize_t n, int* keep_lock) {
   *keep_lock = 0;
   if (!qualifies(self, inputs, n)) Py_RETURN_NONE;
   for (Py_ssize_t i = 0; i < n; ++i) {
@@ -300,11 +297,9 @@ static PyObject* run_locked(Runner* self, PyObject* const* inputs, Py_ssize_t n,
   int rc;
   /* The input arrays are kept alive by our caller for the whole call; the
    * output arrays by `results`. */
-  Py_BEGIN_ALLOW_THREADS
-  rc = self->run(self->model, self->inputs, (size_t)self->num_inputs, self->outputs,
-                 (size_t)self->num_outputs);
-  Py_END_ALLOW_THREADS
-  ++self->fast_calls;
+  Py_BEGIN_ALLOW_THREADS rc = self->run(self->model, self->inputs, (size_t)self->num_inputs,
+                                        self->outputs, (size_t)self->num_outputs);
+  Py_END_ALLOW_THREADS++ self->fast_calls;
   if (rc != 0) {
     Py_DECREF(results);
     return PyLong_FromLong(rc);
@@ -412,8 +407,7 @@ static PyTypeObject RunnerType = {
  * when the model has no Runner (or keyword arguments come) it calls
  * fallback(model, *inputs), the Python implementation. */
 typedef struct {
-  PyObject_HEAD
-  PyObject* fallback;
+  PyObject_HEAD PyObject* fallback;
   vectorcallfunc vectorcall;
 } FastMethod;
 
@@ -547,10 +541,9 @@ static PyMethodDef module_methods[] = {
      "copy_output(src, dst): the fast call's output copy (for tests)."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef fastcall_module = {
-    PyModuleDef_HEAD_INIT, .m_name = "_shimkit_fastcall",
-    .m_doc = "Fast call path of shimkit.runtime.Model.", .m_size = -1,
-    .m_methods = module_methods};
+static struct PyModuleDef fastcall_module = {PyModuleDef_HEAD_INIT, .m_name = "_shimkit_fastcall",
+                                             .m_doc = "Fast call path of shimkit.runtime.Model.",
+                                             .m_size = -1, .m_methods = module_methods};
 
 PyMODINIT_FUNC PyInit__shimkit_fastcall(void) {
   import_array();

@@ -48,15 +48,13 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor);
 
 // CUDA fallback ops: float32 matmuls through cuBLAS; the rest on the host
 // through the CPU shims (correct, not fast; see docs/cuda.md).
-SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out,
-                                                        AtenTensorHandle self,
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                         AtenTensorHandle mat1,
                                                         AtenTensorHandle mat2, double beta,
                                                         double alpha);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                      AtenTensorHandle mat2);
-SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out,
-                                                      AtenTensorHandle self,
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                       AtenTensorHandle mat2);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,

@@ -16,9 +16,9 @@ LtLibrary load_lt() {
     return lt;
   }
   std::string tried;
-  void* lib = open_first("SHIMKIT_CUBLASLT",
-                         {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                         &lt.library, &tried);
+  void* lib =
+      open_first("SHIMKIT_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+                 &lt.library, &tried);
   if (lib == nullptr) {
     lt.error = "cuBLASLt not found (tried " + tried + "; set SHIMKIT_CUBLASLT or LD_LIBRARY_PATH)";
     return lt;

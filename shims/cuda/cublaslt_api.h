@@ -36,8 +36,8 @@ struct CublasLtSignatures {
   using MatmulPreferenceCreate = Status (*)(Pref*);
   using MatmulPreferenceSetAttribute = Status (*)(Pref, PrefAttr, const void*, size_t);
   using MatmulPreferenceDestroy = Status (*)(Pref);
-  using MatmulAlgoGetHeuristic = Status (*)(Handle, Desc, Layout, Layout, Layout, Layout, Pref,
-                                            int, Result[], int*);
+  using MatmulAlgoGetHeuristic = Status (*)(Handle, Desc, Layout, Layout, Layout, Layout, Pref, int,
+                                            Result[], int*);
   using Matmul = Status (*)(Handle, Desc, const void*, const void*, Layout, const void*, Layout,
                             const void*, const void*, Layout, void*, Layout, const Algo*, void*,
                             size_t, Stream);
@@ -56,17 +56,17 @@ struct LtHeuristicResult {
   int reserved[4];
 };
 
-constexpr int kLtCompute32F = 68;             // CUBLAS_COMPUTE_32F (no TF32)
-constexpr int kLtR32F = 0;                    // CUDA_R_32F
-constexpr int kLtDescTransA = 3;              // CUBLASLT_MATMUL_DESC_TRANSA (int32_t)
-constexpr int kLtDescTransB = 4;              // CUBLASLT_MATMUL_DESC_TRANSB (int32_t)
-constexpr int kLtDescEpilogue = 7;            // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
-constexpr int kLtDescBiasPointer = 8;         // CUBLASLT_MATMUL_DESC_BIAS_POINTER (void*)
-constexpr uint32_t kLtEpilogueDefault = 1;    // CUBLASLT_EPILOGUE_DEFAULT
-constexpr uint32_t kLtEpilogueBias = 4;       // CUBLASLT_EPILOGUE_BIAS
-constexpr int kLtPrefMaxWorkspaceBytes = 1;   // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64_t)
-constexpr int kLtPrefMinAlignmentA = 5;       // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES (uint32_t);
-                                              // B, C, D follow as 6, 7, 8
+constexpr int kLtCompute32F = 68;            // CUBLAS_COMPUTE_32F (no TF32)
+constexpr int kLtR32F = 0;                   // CUDA_R_32F
+constexpr int kLtDescTransA = 3;             // CUBLASLT_MATMUL_DESC_TRANSA (int32_t)
+constexpr int kLtDescTransB = 4;             // CUBLASLT_MATMUL_DESC_TRANSB (int32_t)
+constexpr int kLtDescEpilogue = 7;           // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
+constexpr int kLtDescBiasPointer = 8;        // CUBLASLT_MATMUL_DESC_BIAS_POINTER (void*)
+constexpr uint32_t kLtEpilogueDefault = 1;   // CUBLASLT_EPILOGUE_DEFAULT
+constexpr uint32_t kLtEpilogueBias = 4;      // CUBLASLT_EPILOGUE_BIAS
+constexpr int kLtPrefMaxWorkspaceBytes = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64_t)
+constexpr int kLtPrefMinAlignmentA = 5;  // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES (uint32_t);
+                                         // B, C, D follow as 6, 7, 8
 
 using CublasLt = CublasLtSignatures<int, void*, void*, void*, void*, void*, int, int, int, int,
                                     LtHeuristicResult, LtAlgo>;

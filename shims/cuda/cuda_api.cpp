@@ -126,8 +126,8 @@ void check(Error err, const char* what) {
 void check_device_index(int32_t device_index) {
   const Runtime& rt = require_runtime();
   if (device_index < 0 || device_index >= rt.device_count) {
-    throw ShimError("CUDA device index " + std::to_string(device_index) + " out of range: " +
-                    std::to_string(rt.device_count) + " device(s) present");
+    throw ShimError("CUDA device index " + std::to_string(device_index) +
+                    " out of range: " + std::to_string(rt.device_count) + " device(s) present");
   }
 }
 

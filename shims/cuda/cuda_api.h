@@ -45,9 +45,9 @@ struct CublasSignatures {
   using SetWorkspace = Status (*)(Handle, void*, size_t);
   using Sgemm = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*, int,
                            const float*, int, const float*, float*, int);
-  using SgemmStridedBatched = Status (*)(Handle, Op, Op, int, int, int, const float*,
-                                         const float*, int, long long, const float*, int,
-                                         long long, const float*, float*, int, long long, int);
+  using SgemmStridedBatched = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*,
+                                         int, long long, const float*, int, long long, const float*,
+                                         float*, int, long long, int);
 };
 
 // ABI-identical stand-ins for the official types: enums are int-sized,
@@ -55,12 +55,12 @@ struct CublasSignatures {
 using Error = int;
 using Stream = void*;
 constexpr int kSuccess = 0;
-constexpr int kMemcpyDefault = 4;     // cudaMemcpyDefault (unified addressing)
+constexpr int kMemcpyDefault = 4;  // cudaMemcpyDefault (unified addressing)
 constexpr int kMemcpyHostToDevice = 1;
 constexpr int kMemcpyDeviceToHost = 2;
 constexpr unsigned kHostAllocDefault = 0;  // cudaHostAllocDefault
-constexpr int kOpN = 0;                // CUBLAS_OP_N
-constexpr int kOpT = 1;                // CUBLAS_OP_T
+constexpr int kOpN = 0;                    // CUBLAS_OP_N
+constexpr int kOpT = 1;                    // CUBLAS_OP_T
 
 using Cudart = CudartSignatures<Error, Stream, int>;
 using Cublas = CublasSignatures<int, void*, Stream, int>;

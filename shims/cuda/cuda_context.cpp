@@ -223,8 +223,7 @@ SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t nd
                     0, dtype, device::kCUDA, device_index);
 }
 
-SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
-                        int32_t dtype) {
+SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype) {
   const Geometry g = new_geometry(sizes, strides, ndim, dtype);
   return SlimTensor(pinned_storage(g.nbytes), g.sizes.data(), g.strides.data(), ndim, 0, dtype,
                     device::kCPU, -1);
@@ -268,8 +267,8 @@ void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, 
 }
 
 SlimTensor host_view_of(const SlimTensor& t, std::shared_ptr<Storage> storage) {
-  return SlimTensor(std::move(storage), t.sizes().data(), t.strides().data(), t.dim(), 0,
-                    t.dtype(), device::kCPU, -1);
+  return SlimTensor(std::move(storage), t.sizes().data(), t.strides().data(), t.dim(), 0, t.dtype(),
+                    device::kCPU, -1);
 }
 
 }  // namespace
@@ -284,8 +283,8 @@ SlimTensor host_mirror(const SlimTensor& t) {
 }
 
 SlimTensor upload(const SlimTensor& h, int32_t device_index) {
-  SlimTensor d = empty_device(h.sizes().data(), h.strides().data(), h.dim(), h.dtype(),
-                              device_index);
+  SlimTensor d =
+      empty_device(h.sizes().data(), h.strides().data(), h.dim(), h.dtype(), device_index);
   const size_t bytes = static_cast<size_t>(span_elements(h)) * h.itemsize();
   memcpy_any(d.data_ptr(), h.data_ptr(), bytes, device_index, true);
   return d;
@@ -296,16 +295,17 @@ void zero(const SlimTensor& t) {
   if (is_dense(t)) {
     const size_t bytes = static_cast<size_t>(t.numel()) * t.itemsize();
     if (is_cuda(t)) {
-      check(require_runtime().memset_async(t.data_ptr(), 0, bytes, current_stream(t.device_index())),
-            "cudaMemsetAsync");
+      check(
+          require_runtime().memset_async(t.data_ptr(), 0, bytes, current_stream(t.device_index())),
+          "cudaMemsetAsync");
     } else {
       std::memset(t.data_ptr(), 0, bytes);
     }
     return;
   }
   // Gaps between elements stay untouched: zero a dense copy, then scatter it.
-  SlimTensor zeros = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
-                                       device::kCPU, -1);
+  SlimTensor zeros =
+      SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(), device::kCPU, -1);
   std::memset(zeros.data_ptr(), 0, static_cast<size_t>(t.numel()) * t.itemsize());
   copy_tensor(t, zeros);
 }

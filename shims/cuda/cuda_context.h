@@ -42,8 +42,7 @@ void empty_cache();
 SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
                         int32_t device_index);
 // An uninitialised CPU tensor in pinned memory.
-SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
-                        int32_t dtype);
+SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype);
 
 bool is_cuda(const SlimTensor& t);
 // Elements from data_ptr() to one past the furthest element (0 if empty).

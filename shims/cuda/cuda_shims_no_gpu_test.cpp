@@ -79,13 +79,11 @@ void without_cuda() {
          "pinned memory needs CUDA");
   float host[4] = {};
   const int64_t strides[] = {1};
-  expect(aoti_torch_create_tensor_from_blob(host, 1, sizes, strides, 0,
-                                            aoti_torch_dtype_float32(),
+  expect(aoti_torch_create_tensor_from_blob(host, 1, sizes, strides, 0, aoti_torch_dtype_float32(),
                                             aoti_torch_device_type_cuda(), 0, &t) != 0,
          "CUDA from_blob fails");
   CUDAGuardHandle guard = nullptr;
-  expect(aoti_torch_create_cuda_guard(0, &guard) != 0 && guard == nullptr,
-         "CUDA guard fails");
+  expect(aoti_torch_create_cuda_guard(0, &guard) != 0 && guard == nullptr, "CUDA guard fails");
   void* stream = nullptr;
   expect(aoti_torch_get_current_cuda_stream(0, &stream) != 0, "current stream fails");
   expect(t == nullptr, "no tensor handed out on failure");

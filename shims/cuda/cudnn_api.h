@@ -47,8 +47,8 @@ struct CudnnSignatures {
   using GetConvolutionForwardWorkspaceSize = Status (*)(Handle, const Tensor, const Filter,
                                                         const Conv, const Tensor, Algo, size_t*);
   using ConvolutionForward = Status (*)(Handle, const void*, const Tensor, const void*,
-                                        const Filter, const void*, const Conv, Algo, void*,
-                                        size_t, const void*, const Tensor, void*);
+                                        const Filter, const void*, const Conv, Algo, void*, size_t,
+                                        const void*, const Tensor, void*);
   using AddTensor = Status (*)(Handle, const void*, const Tensor, const void*, const void*,
                                const Tensor, void*);
 };
@@ -64,12 +64,12 @@ struct CudnnFwdAlgoPerf {
   int reserved[3];
 };
 
-constexpr int kCudnnSuccess = 0;     // CUDNN_STATUS_SUCCESS
-constexpr int kCudnnFloat = 0;       // CUDNN_DATA_FLOAT
-constexpr int kCudnnNchw = 0;        // CUDNN_TENSOR_NCHW
-constexpr int kCudnnNhwc = 1;        // CUDNN_TENSOR_NHWC
+constexpr int kCudnnSuccess = 0;           // CUDNN_STATUS_SUCCESS
+constexpr int kCudnnFloat = 0;             // CUDNN_DATA_FLOAT
+constexpr int kCudnnNchw = 0;              // CUDNN_TENSOR_NCHW
+constexpr int kCudnnNhwc = 1;              // CUDNN_TENSOR_NHWC
 constexpr int kCudnnCrossCorrelation = 1;  // CUDNN_CROSS_CORRELATION (what torch runs)
-constexpr int kCudnnFmaMath = 3;     // CUDNN_FMA_MATH: true float32, no TF32
+constexpr int kCudnnFmaMath = 3;           // CUDNN_FMA_MATH: true float32, no TF32
 
 using Cudnn = CudnnSignatures<int, void*, void*, void*, void*, void*, int, int, int, int, int,
                               CudnnFwdAlgoPerf>;

@@ -88,8 +88,8 @@ void* tensor_descriptor(const std::vector<int>& sizes, const std::vector<int>& s
   const CudnnLibrary& d = cudnn_library();
   void* desc = nullptr;
   ok(d.create_tensor(&desc), "cudnnCreateTensorDescriptor");
-  const int status = d.set_tensor(desc, kCudnnFloat, static_cast<int>(sizes.size()),
-                                  sizes.data(), strides.data());
+  const int status =
+      d.set_tensor(desc, kCudnnFloat, static_cast<int>(sizes.size()), sizes.data(), strides.data());
   if (status != kCudnnSuccess) d.destroy_tensor(desc);
   ok(status, "cudnnSetTensorNdDescriptor");
   return desc;
@@ -202,9 +202,8 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   const std::vector<int64_t> x_strides(x.strides().begin(), x.strides().end());
   if (!to_ints(x_sizes, &xs) || !to_ints(x_strides, &xst) || !to_ints(w_sizes, &ws) ||
       !to_ints(s.out_sizes, &ys) || !to_ints(s.out_strides, &yst) || groups > INT_MAX ||
-      params.padding[0] > INT_MAX || params.padding[1] > INT_MAX ||
-      params.stride[0] > INT_MAX || params.stride[1] > INT_MAX ||
-      params.dilation[0] > INT_MAX || params.dilation[1] > INT_MAX) {
+      params.padding[0] > INT_MAX || params.padding[1] > INT_MAX || params.stride[0] > INT_MAX ||
+      params.stride[1] > INT_MAX || params.dilation[0] > INT_MAX || params.dilation[1] > INT_MAX) {
     *why = "a size or stride does not fit cuDNN's int";
     return false;
   }
@@ -222,13 +221,14 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     auto it = plans.find(key);
     if (it == plans.end()) {
       if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries
-      it = plans.emplace(key, make_plan(handle, xs, xst, ws, w_format, ys, yst, params, groups,
-                                        bias != nullptr))
+      it = plans
+               .emplace(key, make_plan(handle, xs, xst, ws, w_format, ys, yst, params, groups,
+                                       bias != nullptr))
                .first;
     }
     const Plan& plan = *it->second;
-    SlimTensor y = empty_device(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32,
-                                device);
+    SlimTensor y =
+        empty_device(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32, device);
     std::shared_ptr<Storage> workspace;
     if (plan.workspace > 0) workspace = device_storage(plan.workspace, device);
     ok(d.set_stream(handle, current_stream(device)), "cudnnSetStream");

@@ -20,8 +20,7 @@ namespace cuda {
 // cuDNN status but success): the caller then runs the host path, which
 // recomputes the whole output. Throws ShimError on invalid arguments.
 bool cudnn_convolution(const SlimTensor& input, const SlimTensor& weight, const SlimTensor* bias,
-                       const ConvParams& params, int64_t groups, SlimTensor* out,
-                       std::string* why);
+                       const ConvParams& params, int64_t groups, SlimTensor* out, std::string* why);
 
 // Process-wide counts of convolutions run on cuDNN and on the host, and
 // (per thread) why the last host run did not use cuDNN.

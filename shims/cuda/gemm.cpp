@@ -145,10 +145,10 @@ std::unique_ptr<LtPlan> make_lt_plan(void* handle, int64_t m, int64_t n, int64_t
   if (lt.desc_set(plan->desc, kLtDescTransA, &trans_a, sizeof trans_a) != 0 ||
       lt.desc_set(plan->desc, kLtDescTransB, &trans_b, sizeof trans_b) != 0 ||
       lt.desc_set(plan->desc, kLtDescEpilogue, &epilogue, sizeof epilogue) != 0 ||
-      lt.layout_create(&plan->a, kLtR32F, ob.op == kOpN ? u(n) : u(k),
-                       ob.op == kOpN ? u(k) : u(n), ob.ld) != 0 ||
-      lt.layout_create(&plan->b, kLtR32F, oa.op == kOpN ? u(k) : u(m),
-                       oa.op == kOpN ? u(m) : u(k), oa.ld) != 0 ||
+      lt.layout_create(&plan->a, kLtR32F, ob.op == kOpN ? u(n) : u(k), ob.op == kOpN ? u(k) : u(n),
+                       ob.ld) != 0 ||
+      lt.layout_create(&plan->b, kLtR32F, oa.op == kOpN ? u(k) : u(m), oa.op == kOpN ? u(m) : u(k),
+                       oa.ld) != 0 ||
       lt.layout_create(&plan->c, kLtR32F, u(n), u(m), oc.ld) != 0) {
     return plan;
   }
@@ -158,13 +158,13 @@ std::unique_ptr<LtPlan> make_lt_plan(void* handle, int64_t m, int64_t n, int64_t
   bool prefs_ok =
       lt.pref_set(pref, kLtPrefMaxWorkspaceBytes, &max_workspace, sizeof max_workspace) == 0;
   for (int i = 0; i < 4; ++i) {  // A, B, C, D
-    prefs_ok = prefs_ok && lt.pref_set(pref, kLtPrefMinAlignmentA + i, &align[i],
-                                       sizeof align[i]) == 0;
+    prefs_ok =
+        prefs_ok && lt.pref_set(pref, kLtPrefMinAlignmentA + i, &align[i], sizeof align[i]) == 0;
   }
   LtHeuristicResult results[kLtCandidates] = {};
   int found = 0;
-  const int status = prefs_ok ? lt.heuristic(handle, plan->desc, plan->a, plan->b, plan->c,
-                                             plan->c, pref, kLtCandidates, results, &found)
+  const int status = prefs_ok ? lt.heuristic(handle, plan->desc, plan->a, plan->b, plan->c, plan->c,
+                                             pref, kLtCandidates, results, &found)
                               : -1;
   lt.pref_destroy(pref);
   if (status != 0) return plan;
@@ -231,25 +231,25 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
   const uint32_t align[4] = {alignment(b.data_ptr()), alignment(a.data_ptr()),
                              alignment(out.data_ptr()), alignment(out.data_ptr())};
   if (bias != nullptr && alignment(bias) < 16) return false;
-  const std::vector<int64_t> key = {device, m, n, k, oa.op, ob.op, oa.ld, ob.ld, oc.ld,
-                                    bias != nullptr, align[0], align[1], align[2]};
+  const std::vector<int64_t> key = {device,   m,        n,       k,     oa.op,
+                                    ob.op,    oa.ld,    ob.ld,   oc.ld, bias != nullptr,
+                                    align[0], align[1], align[2]};
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<LtPlan>> plans;
   auto it = plans.find(key);
   if (it == plans.end()) {
     if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries
-    it = plans.emplace(key, make_lt_plan(ctx.lt, m, n, k, oa, ob, oc, align, bias != nullptr))
-             .first;
+    it =
+        plans.emplace(key, make_lt_plan(ctx.lt, m, n, k, oa, ob, oc, align, bias != nullptr)).first;
   }
   LtPlan& plan = *it->second;
   if (!plan.ok) return false;
-  if (bias != nullptr &&
-      lt.desc_set(plan.desc, kLtDescBiasPointer, &bias, sizeof bias) != 0) {
+  if (bias != nullptr && lt.desc_set(plan.desc, kLtDescBiasPointer, &bias, sizeof bias) != 0) {
     return false;
   }
   const auto run = [&](const LtAlgo& algo) {
-    return lt.matmul(ctx.lt, plan.desc, &alpha, b.data_ptr(), plan.a, a.data_ptr(), plan.b,
-                     &beta, out.data_ptr(), plan.c, out.data_ptr(), plan.c, &algo,
-                     ctx.workspace->data(), kWorkspaceBytes, ctx.stream);
+    return lt.matmul(ctx.lt, plan.desc, &alpha, b.data_ptr(), plan.a, a.data_ptr(), plan.b, &beta,
+                     out.data_ptr(), plan.c, out.data_ptr(), plan.c, &algo, ctx.workspace->data(),
+                     kWorkspaceBytes, ctx.stream);
   };
   if (!plan.tuned && beta == 0.0f && autotune_enabled()) {
     autotune(plan, ctx.stream, run);
@@ -314,8 +314,8 @@ bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees each
   // row-major matrix as its transpose, so the operands swap.
   check_blas(blas.sgemm(ctx.handle, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
-                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()),
-                        ob.ld, static_cast<const float*>(a.data_ptr()), oa.ld, &main_beta,
+                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()), ob.ld,
+                        static_cast<const float*>(a.data_ptr()), oa.ld, &main_beta,
                         static_cast<float*>(out.data_ptr()), oc.ld),
              "cublasSgemm");
   g_on_cublas.fetch_add(1, std::memory_order_relaxed);

@@ -189,11 +189,11 @@ AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
   return SHIMKIT_GUARD({
     check_out(ret);
     const SlimTensor& t = as_tensor(self);
-    const std::vector<int64_t> strides = shimkit::dense_strides_like(
-        std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
-        std::vector<int64_t>(t.strides().begin(), t.strides().end()));
-    SlimTensor out = cu::empty_device(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
-                                      t.device_index());
+    const std::vector<int64_t> strides =
+        shimkit::dense_strides_like(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
+                                    std::vector<int64_t>(t.strides().begin(), t.strides().end()));
+    SlimTensor out =
+        cu::empty_device(t.sizes().data(), strides.data(), t.dim(), t.dtype(), t.device_index());
     cu::copy_tensor(out, t);
     *ret = to_handle(std::move(out));
   });
@@ -211,8 +211,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
   });
 }
 
-AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
-                                int32_t non_blocking) {
+AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
   (void)non_blocking;
   return SHIMKIT_GUARD({ cu::copy_tensor(as_tensor(self), as_tensor(src)); });
 }

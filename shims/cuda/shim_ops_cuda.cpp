@@ -110,8 +110,8 @@ AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle sel
 }
 
 AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                         AtenTensorHandle mat1, AtenTensorHandle mat2,
-                                         double beta, double alpha) {
+                                         AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                         double alpha) {
   return SHIMKIT_CUDA_GUARD({
     const SlimTensor& o = as_tensor(out);
     const SlimTensor& bias = as_tensor(self);
@@ -129,18 +129,17 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
     }
     const bool f32 = is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && is_f32_cuda(bias);
     // Bias as a row vector [N] / [1, N] (contiguous) or a full [M, N] matrix.
-    const bool row_bias = (bias.dim() == 1 && bias.sizes()[0] == n &&
-                           (n <= 1 || bias.strides()[0] == 1)) ||
-                          (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
-                           (n <= 1 || bias.strides()[1] == 1));
+    const bool row_bias =
+        (bias.dim() == 1 && bias.sizes()[0] == n && (n <= 1 || bias.strides()[0] == 1)) ||
+        (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
+         (n <= 1 || bias.strides()[1] == 1));
     const bool full_bias = bias.dim() == 2 && bias.sizes()[0] == m && bias.sizes()[1] == n;
     if (f32 && m > 0 && n > 0) {
       const auto alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
       if (row_bias && beta != 0.0) {
         // cuBLASLt folds the bias into the GEMM (when beta is 1); legacy
         // cuBLAS broadcasts it with a rank-1 product first.
-        if (cu::gemm(o, a, b, alpha_f, 0.0f, static_cast<const float*>(bias.data_ptr()),
-                     beta_f)) {
+        if (cu::gemm(o, a, b, alpha_f, 0.0f, static_cast<const float*>(bias.data_ptr()), beta_f)) {
           return;
         }
       } else if (full_bias || beta == 0.0) {
@@ -152,8 +151,8 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
       }
     }
     on_host_into(o, {&bias, &a, &b}, [beta, alpha](SlimTensor& ho, std::vector<SlimTensor>& in) {
-      return aoti_torch_cpu_addmm_out(borrow_handle(ho), borrow_handle(in[0]),
-                                      borrow_handle(in[1]), borrow_handle(in[2]), beta, alpha);
+      return aoti_torch_cpu_addmm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]),
+                                      borrow_handle(in[2]), beta, alpha);
     });
   });
 }
@@ -168,8 +167,8 @@ AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle se
     require_same_device(a, b, "bmm");
     require_same_device(a, o, "bmm");
     const int64_t batch = a.sizes()[0], m = a.sizes()[1], k = a.sizes()[2], n = b.sizes()[2];
-    if (b.sizes()[0] != batch || b.sizes()[1] != k || o.sizes()[0] != batch ||
-        o.sizes()[1] != m || o.sizes()[2] != n) {
+    if (b.sizes()[0] != batch || b.sizes()[1] != k || o.sizes()[0] != batch || o.sizes()[1] != m ||
+        o.sizes()[2] != n) {
       throw ShimError("bmm: shapes do not match");
     }
     if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && batch > 0 && m > 0 && n > 0) {
@@ -181,13 +180,13 @@ AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle se
         void* h = cu::blas_handle(device);
         const cu::BlasLibrary& blas = cu::blas_library();
         const float one = 1.0f, zero = 0.0f;
-        cu::check_blas(blas.sgemm_strided_batched(
-                       h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
-                       static_cast<int>(k), &one, static_cast<const float*>(b.data_ptr()), ob.ld,
-                       b.strides()[0], static_cast<const float*>(a.data_ptr()), oa.ld,
-                       a.strides()[0], &zero, static_cast<float*>(o.data_ptr()), oc.ld,
-                       o.strides()[0], static_cast<int>(batch)),
-                   "cublasSgemmStridedBatched");
+        cu::check_blas(
+            blas.sgemm_strided_batched(
+                h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                &one, static_cast<const float*>(b.data_ptr()), ob.ld, b.strides()[0],
+                static_cast<const float*>(a.data_ptr()), oa.ld, a.strides()[0], &zero,
+                static_cast<float*>(o.data_ptr()), oc.ld, o.strides()[0], static_cast<int>(batch)),
+            "cublasSgemmStridedBatched");
         return;
       }
     }
@@ -233,11 +232,10 @@ AOTITorchError aoti_torch_cuda_convolution(
       hb_handle = borrow_handle(hb);
     }
     HandleOwner result;
-    if (aoti_torch_cpu_convolution(borrow_handle(hx), borrow_handle(hw),
-                                   hb_handle != nullptr ? &hb_handle : nullptr, stride,
-                                   stride_len_, padding, padding_len_, dilation, dilation_len_,
-                                   transposed, output_padding, output_padding_len_, groups,
-                                   &result.h) != AOTI_TORCH_SUCCESS) {
+    if (aoti_torch_cpu_convolution(
+            borrow_handle(hx), borrow_handle(hw), hb_handle != nullptr ? &hb_handle : nullptr,
+            stride, stride_len_, padding, padding_len_, dilation, dilation_len_, transposed,
+            output_padding, output_padding_len_, groups, &result.h) != AOTI_TORCH_SUCCESS) {
       throw ShimError(shimkit_shim_last_error());
     }
     *ret0 = upload_result(result.h, x.device_index());
@@ -266,8 +264,8 @@ const char* shimkit_cuda_cudnn_info(void) {
   return info.c_str();
 }
 
-AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim,
-                                    int32_t largest, int32_t sorted, AtenTensorHandle* ret0,
+AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                    int32_t sorted, AtenTensorHandle* ret0,
                                     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
     check_out(ret0);

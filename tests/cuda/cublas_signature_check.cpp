@@ -53,9 +53,8 @@ static_assert(CUBLAS_OP_T == cu::kOpT, "CUBLAS_OP_T");
 
 using Lt = cu::CublasLtSignatures<
     cublasStatus_t, cublasLtHandle_t, cudaStream_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
-    cublasLtMatmulPreference_t, cublasComputeType_t, cudaDataType_t,
-    cublasLtMatmulDescAttributes_t, cublasLtMatmulPreferenceAttributes_t,
-    cublasLtMatmulHeuristicResult_t, cublasLtMatmulAlgo_t>;
+    cublasLtMatmulPreference_t, cublasComputeType_t, cudaDataType_t, cublasLtMatmulDescAttributes_t,
+    cublasLtMatmulPreferenceAttributes_t, cublasLtMatmulHeuristicResult_t, cublasLtMatmulAlgo_t>;
 SAME(Lt, cublasLtCreate, Create)
 SAME(Lt, cublasLtMatmulDescCreate, MatmulDescCreate)
 SAME(Lt, cublasLtMatmulDescSetAttribute, MatmulDescSetAttribute)

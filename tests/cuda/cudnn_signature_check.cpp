@@ -39,7 +39,8 @@ SAME(cudnnConvolutionForward, ConvolutionForward)
 SAME(cudnnAddTensor, AddTensor)
 #ifdef SHIMKIT_BREAK_ONE
 // A tensor-descriptor function where a filter-descriptor one is declared.
-[[maybe_unused]] static const Official::SetFilterNdDescriptor broken = &::cudnnSetTensorNdDescriptor;
+[[maybe_unused]] static const Official::SetFilterNdDescriptor broken =
+    &::cudnnSetTensorNdDescriptor;
 #endif
 
 namespace cu = shimkit::cuda;

@@ -85,8 +85,7 @@ static inline uint64_t load_key(const unsigned char* str, const name_t* s, size_
 
 /* Order of two names whose bytes before `depth` are equal and whose keys are loaded at
  * `depth`. */
-static inline int cmp_at(const unsigned char* str, const name_t* a, const name_t* b,
-                         size_t depth) {
+static inline int cmp_at(const unsigned char* str, const name_t* a, const name_t* b, size_t depth) {
   if (a->key != b->key) return a->key < b->key ? -1 : 1;
   const size_t d = depth + 8;
   if (a->n <= d || b->n <= d || a->off == b->off) return (a->n > b->n) - (a->n < b->n);
@@ -221,8 +220,8 @@ static PyObject* sorted_names(PyObject* self, PyObject* args) {
   Py_buffer view;
   unsigned long long sym_off, sym_size, str_off, str_size;
   int is64, little;
-  if (!PyArg_ParseTuple(args, "y*KKKKpp", &view, &sym_off, &sym_size, &str_off, &str_size,
-                        &is64, &little)) {
+  if (!PyArg_ParseTuple(args, "y*KKKKpp", &view, &sym_off, &sym_size, &str_off, &str_size, &is64,
+                        &little)) {
     return NULL;
   }
   const unsigned long long len = (unsigned long long)view.len;
@@ -318,9 +317,8 @@ static PyObject* sorted_names(PyObject* self, PyObject* args) {
     PyObject* imp = packed(str, imports, n_imp);
     PyObject* exp = imp ? packed(str, exports, n_exp) : NULL;
     if (exp != NULL) {
-      result = Py_BuildValue("(NnNNnN)", imp, (Py_ssize_t)n_imp,
-                             PyBool_FromLong(!(imp_class & 1)), exp, (Py_ssize_t)n_exp,
-                             PyBool_FromLong(!(exp_class & 1)));
+      result = Py_BuildValue("(NnNNnN)", imp, (Py_ssize_t)n_imp, PyBool_FromLong(!(imp_class & 1)),
+                             exp, (Py_ssize_t)n_exp, PyBool_FromLong(!(exp_class & 1)));
     } else {
       Py_XDECREF(imp);
     }
@@ -386,8 +384,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_shimkit_fastnames", "Sorted ELF symbol names, in C.", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_shimkit_fastnames",
+    "Sorted ELF symbol names, in C.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__shimkit_fastnames(void) {

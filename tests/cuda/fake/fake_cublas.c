@@ -35,19 +35,29 @@ long fake_cublas_counter(const char* name) {
   return -1;
 }
 
-int cublasCreate_v2(void** h) { *h = malloc(1); return 0; }
-int cublasDestroy_v2(void* h) { free(h); return 0; }
-int cublasSetStream_v2(void* h, void* s) { (void)h; (void)s; ++g_set_stream; return 0; }
+int cublasCreate_v2(void** h) {
+  *h = malloc(1);
+  return 0;
+}
+int cublasDestroy_v2(void* h) {
+  free(h);
+  return 0;
+}
+int cublasSetStream_v2(void* h, void* s) {
+  (void)h;
+  (void)s;
+  ++g_set_stream;
+  return 0;
+}
 int cublasSetWorkspace_v2(void* h, void* w, size_t bytes) {
   (void)h;
   if (w == NULL || bytes == 0) return 7; /* CUBLAS_STATUS_INVALID_VALUE */
-  memset(w, 0, bytes); /* it must really be that big */
+  memset(w, 0, bytes);                   /* it must really be that big */
   ++g_set_workspace;
   return 0;
 }
-int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha,
-                   const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
-                   int ldc) {
+int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* a,
+                   int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
   (void)h;
   gemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
   return 0;

@@ -21,7 +21,9 @@ enum { MAX_WORKSPACE = 1, ALIGN_A = 5 };
 #define SLOW_TAG 0x510eULL /* FAKE_CUBLASLT_TWO_ALGOS=1: ranked first, 2 ms a call */
 #define WORKSPACE 1024
 
-typedef struct { uint64_t data[8]; } Algo;
+typedef struct {
+  uint64_t data[8];
+} Algo;
 typedef struct {
   Algo algo;
   size_t workspace_size;
@@ -29,9 +31,19 @@ typedef struct {
   float waves;
   int reserved[4];
 } Result;
-typedef struct { int32_t ta, tb; uint32_t epilogue; const float* bias; } Desc;
-typedef struct { uint64_t rows, cols; int64_t ld; } Layout;
-typedef struct { uint64_t max_workspace; uint32_t align[4]; } Pref;
+typedef struct {
+  int32_t ta, tb;
+  uint32_t epilogue;
+  const float* bias;
+} Desc;
+typedef struct {
+  uint64_t rows, cols;
+  int64_t ld;
+} Layout;
+typedef struct {
+  uint64_t max_workspace;
+  uint32_t align[4];
+} Pref;
 
 static long g_matmuls = 0, g_heuristics = 0, g_slow = 0;
 
@@ -47,7 +59,10 @@ static int env_on(const char* name) {
   return v != NULL && v[0] == '1';
 }
 
-int cublasLtCreate(void** h) { *h = malloc(1); return OK; }
+int cublasLtCreate(void** h) {
+  *h = malloc(1);
+  return OK;
+}
 
 int cublasLtMatmulDescCreate(void** d, int compute, int scale) {
   if (compute != 68 || scale != 0) return INVALID_VALUE; /* CUBLAS_COMPUTE_32F, CUDA_R_32F */
@@ -56,18 +71,31 @@ int cublasLtMatmulDescCreate(void** d, int compute, int scale) {
   *d = desc;
   return OK;
 }
-int cublasLtMatmulDescDestroy(void* d) { free(d); return OK; }
+int cublasLtMatmulDescDestroy(void* d) {
+  free(d);
+  return OK;
+}
 int cublasLtMatmulDescSetAttribute(void* d, int attr, const void* buf, size_t size) {
   Desc* desc = (Desc*)d;
   switch (attr) {
-    case TRANSA: if (size != 4) return INVALID_VALUE; memcpy(&desc->ta, buf, 4); return OK;
-    case TRANSB: if (size != 4) return INVALID_VALUE; memcpy(&desc->tb, buf, 4); return OK;
-    case EPILOGUE: if (size != 4) return INVALID_VALUE; memcpy(&desc->epilogue, buf, 4); return OK;
+    case TRANSA:
+      if (size != 4) return INVALID_VALUE;
+      memcpy(&desc->ta, buf, 4);
+      return OK;
+    case TRANSB:
+      if (size != 4) return INVALID_VALUE;
+      memcpy(&desc->tb, buf, 4);
+      return OK;
+    case EPILOGUE:
+      if (size != 4) return INVALID_VALUE;
+      memcpy(&desc->epilogue, buf, 4);
+      return OK;
     case BIAS_POINTER:
       if (size != sizeof(void*)) return INVALID_VALUE;
       memcpy(&desc->bias, buf, sizeof(void*));
       return OK;
-    default: return INVALID_VALUE;
+    default:
+      return INVALID_VALUE;
   }
 }
 
@@ -80,13 +108,25 @@ int cublasLtMatrixLayoutCreate(void** l, int type, uint64_t rows, uint64_t cols,
   *l = layout;
   return OK;
 }
-int cublasLtMatrixLayoutDestroy(void* l) { free(l); return OK; }
+int cublasLtMatrixLayoutDestroy(void* l) {
+  free(l);
+  return OK;
+}
 
-int cublasLtMatmulPreferenceCreate(void** p) { *p = calloc(1, sizeof(Pref)); return OK; }
-int cublasLtMatmulPreferenceDestroy(void* p) { free(p); return OK; }
+int cublasLtMatmulPreferenceCreate(void** p) {
+  *p = calloc(1, sizeof(Pref));
+  return OK;
+}
+int cublasLtMatmulPreferenceDestroy(void* p) {
+  free(p);
+  return OK;
+}
 int cublasLtMatmulPreferenceSetAttribute(void* p, int attr, const void* buf, size_t size) {
   Pref* pref = (Pref*)p;
-  if (attr == MAX_WORKSPACE && size == 8) { memcpy(&pref->max_workspace, buf, 8); return OK; }
+  if (attr == MAX_WORKSPACE && size == 8) {
+    memcpy(&pref->max_workspace, buf, 8);
+    return OK;
+  }
   if (attr >= ALIGN_A && attr < ALIGN_A + 4 && size == 4) {
     memcpy(&pref->align[attr - ALIGN_A], buf, 4);
     return OK;

@@ -28,7 +28,10 @@ int cudaGetDeviceCount(int* count) {
   *count = devices();
   return *count > 0 ? 0 : 100; /* cudaErrorNoDevice */
 }
-int cudaGetDevice(int* d) { *d = g_device; return 0; }
+int cudaGetDevice(int* d) {
+  *d = g_device;
+  return 0;
+}
 int cudaSetDevice(int d) {
   if (d < 0 || d >= devices()) return 101; /* cudaErrorInvalidDevice */
   g_device = d;
@@ -40,14 +43,21 @@ int cudaMalloc(void** p, size_t n) {
   ++g_mallocs;
   return 0;
 }
-int cudaFree(void* p) { free(p); ++g_frees; return 0; }
+int cudaFree(void* p) {
+  free(p);
+  ++g_frees;
+  return 0;
+}
 int cudaHostAlloc(void** p, size_t n, unsigned int flags) {
   (void)flags;
   *p = malloc(n);
   ++g_host_allocs;
   return *p ? 0 : 2;
 }
-int cudaFreeHost(void* p) { free(p); return 0; }
+int cudaFreeHost(void* p) {
+  free(p);
+  return 0;
+}
 int cudaMemcpyAsync(void* dst, const void* src, size_t n, int kind, void* stream) {
   (void)kind;
   (void)stream;
@@ -60,15 +70,30 @@ int cudaMemsetAsync(void* p, int v, size_t n, void* stream) {
   memset(p, v, n);
   return 0;
 }
-int cudaStreamSynchronize(void* stream) { (void)stream; ++g_syncs; return 0; }
-int cudaDeviceSynchronize(void) { ++g_syncs; return 0; }
+int cudaStreamSynchronize(void* stream) {
+  (void)stream;
+  ++g_syncs;
+  return 0;
+}
+int cudaDeviceSynchronize(void) {
+  ++g_syncs;
+  return 0;
+}
 const char* cudaGetErrorString(int err) {
   switch (err) {
-    case 0: return "no error";
-    case 2: return "out of memory";
-    case 100: return "no CUDA-capable device is detected";
-    case 101: return "invalid device ordinal";
-    default: return "unknown error";
+    case 0:
+      return "no error";
+    case 2:
+      return "out of memory";
+    case 100:
+      return "no CUDA-capable device is detected";
+    case 101:
+      return "invalid device ordinal";
+    default:
+      return "unknown error";
   }
 }
-int cudaDriverGetVersion(int* v) { *v = 13000; return 0; }
+int cudaDriverGetVersion(int* v) {
+  *v = 13000;
+  return 0;
+}

@@ -21,9 +21,15 @@ typedef struct {
   size_t memory;
   int determinism, math_type, reserved[3];
 } Perf;
-typedef struct { int nb, dims[8], strides[8]; } Tensor;
-typedef struct { int format, dims[4]; } Filter;
-typedef struct { int pad[2], stride[2], dilation[2], mode, groups, math; } Conv;
+typedef struct {
+  int nb, dims[8], strides[8];
+} Tensor;
+typedef struct {
+  int format, dims[4];
+} Filter;
+typedef struct {
+  int pad[2], stride[2], dilation[2], mode, groups, math;
+} Conv;
 
 static long g_forward = 0, g_add = 0, g_plans = 0;
 
@@ -43,11 +49,24 @@ size_t cudnnGetVersion(void) { return 90000; }
 const char* cudnnGetErrorString(int status) {
   return status == OK ? "CUDNN_STATUS_SUCCESS" : "CUDNN_STATUS_FAKE_ERROR";
 }
-int cudnnCreate(void** handle) { *handle = malloc(1); return OK; }
-int cudnnSetStream(void* handle, void* stream) { (void)handle; (void)stream; return OK; }
+int cudnnCreate(void** handle) {
+  *handle = malloc(1);
+  return OK;
+}
+int cudnnSetStream(void* handle, void* stream) {
+  (void)handle;
+  (void)stream;
+  return OK;
+}
 
-int cudnnCreateTensorDescriptor(void** d) { *d = calloc(1, sizeof(Tensor)); return OK; }
-int cudnnDestroyTensorDescriptor(void* d) { free(d); return OK; }
+int cudnnCreateTensorDescriptor(void** d) {
+  *d = calloc(1, sizeof(Tensor));
+  return OK;
+}
+int cudnnDestroyTensorDescriptor(void* d) {
+  free(d);
+  return OK;
+}
 int cudnnSetTensorNdDescriptor(void* d, int dtype, int nb, const int dims[], const int strides[]) {
   Tensor* t = (Tensor*)d;
   if (dtype != 0 || nb < 3 || nb > 8) return BAD_PARAM;
@@ -60,8 +79,14 @@ int cudnnSetTensorNdDescriptor(void* d, int dtype, int nb, const int dims[], con
   return OK;
 }
 
-int cudnnCreateFilterDescriptor(void** d) { *d = calloc(1, sizeof(Filter)); return OK; }
-int cudnnDestroyFilterDescriptor(void* d) { free(d); return OK; }
+int cudnnCreateFilterDescriptor(void** d) {
+  *d = calloc(1, sizeof(Filter));
+  return OK;
+}
+int cudnnDestroyFilterDescriptor(void* d) {
+  free(d);
+  return OK;
+}
 int cudnnSetFilterNdDescriptor(void* d, int dtype, int format, int nb, const int dims[]) {
   Filter* f = (Filter*)d;
   if (dtype != 0 || nb != 4 || (format != NCHW && format != NHWC)) return BAD_PARAM;
@@ -76,7 +101,10 @@ int cudnnCreateConvolutionDescriptor(void** d) {
   *d = c;
   return OK;
 }
-int cudnnDestroyConvolutionDescriptor(void* d) { free(d); return OK; }
+int cudnnDestroyConvolutionDescriptor(void* d) {
+  free(d);
+  return OK;
+}
 int cudnnSetConvolutionNdDescriptor(void* d, int n, const int pad[], const int stride[],
                                     const int dilation[], int mode, int dtype) {
   Conv* c = (Conv*)d;
@@ -95,7 +123,10 @@ int cudnnSetConvolutionGroupCount(void* d, int groups) {
   ((Conv*)d)->groups = groups;
   return OK;
 }
-int cudnnSetConvolutionMathType(void* d, int math) { ((Conv*)d)->math = math; return OK; }
+int cudnnSetConvolutionMathType(void* d, int math) {
+  ((Conv*)d)->math = math;
+  return OK;
+}
 
 /* The output shape the convolution gives must be what `y` describes. */
 static int shapes_agree(const Tensor* x, const Filter* w, const Conv* c, const Tensor* y) {
