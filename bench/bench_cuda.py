@@ -66,6 +66,18 @@ def table(summary: dict[str, Any]) -> str:
         f"cuDNN signature check: rc={get(summary, 'steps', 'cudnn_check', 'rc')}",
     ]
     for case in ("mlp", "convnet"):
+        g = get(summary, "slim_graphs", case) or {}
+        torch_us = get(summary, "torch_runner_forward", f"{case}_same_blob", "us_per_run")
+        graph_us = g.get("us_per_run")
+        ratio = f"{graph_us / torch_us:.2f}x" if graph_us and torch_us else "-"
+        lines.append(
+            f"{case} with CUDA-graph replay: {graph_us} us/run "
+            f"(blocks {g.get('us_per_run_min_max')}), {ratio} of torch's runner; status "
+            f"'{g.get('graph_status')}', replays match eager: {g.get('replay_runs_match')}, "
+            f"new inputs through the replay match: {g.get('replay_new_inputs_match')} "
+            f"(max diff {g.get('replay_new_inputs_max_abs_diff_vs_eager')})"
+        )
+    for case in ("mlp", "convnet"):
         lines.append(
             f"{case} GEMMs: {get(summary, 'slim', case, 'gemms_on_cublaslt')} on cuBLASLt, "
             f"{get(summary, 'slim', case, 'gemms_on_cublas')} on cuBLAS; without cuBLASLt and "

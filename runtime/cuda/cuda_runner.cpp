@@ -112,7 +112,33 @@ struct shimkit_cuda_model {
   std::vector<std::vector<char>> host_outputs;
   std::mutex mutex;
 
+  // CUDA-graph replay (shimkit_cuda_model_use_graphs; see run_graph()).
+  bool graphs = false;
+  void* stream = nullptr;  // the model's own non-blocking stream
+  int graph_state = 0;     // 0 cold, 1 warmed up, 2 captured, -1 replay given up
+  std::string graph_status = "off";
+  std::vector<AtenTensorHandle> static_in, static_out;
+  std::vector<std::vector<int64_t>> input_geometry;
+  void* exec = nullptr;
+  uint64_t pool = 0;
+
+  void release_graph() {
+    if (exec != nullptr || pool != 0) shimkit_cuda_graph_free(exec, pool, stream);
+    exec = nullptr;
+    pool = 0;
+    for (AtenTensorHandle h : static_in) aoti_torch_delete_tensor_object(h);
+    for (AtenTensorHandle h : static_out) aoti_torch_delete_tensor_object(h);
+    static_in.clear();
+    static_out.clear();
+    input_geometry.clear();
+  }
+
   ~shimkit_cuda_model() {
+    release_graph();
+    if (stream != nullptr) {
+      shimkit_cuda_stream_synchronize(stream);
+      shimkit_cuda_stream_destroy(stream);
+    }
     if (container != nullptr && destroy != nullptr) destroy(container);
     if (dl != nullptr) dlclose(dl);
   }
@@ -171,6 +197,9 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
     return fail(SHIMKIT_E_CREATE, "blob: cannot read the number of inputs/outputs");
   }
   *out = model.release();
+  if (const char* v = std::getenv("SHIMKIT_CUDA_GRAPHS"); v != nullptr && std::strcmp(v, "1") == 0) {
+    shimkit_cuda_model_use_graphs(*out, 1);
+  }
   return SHIMKIT_OK;
 }
 
@@ -203,17 +232,152 @@ int upload_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, siz
   return SHIMKIT_OK;
 }
 
-// Runs with device inputs (stolen by the blob); outputs land in `outs`.
-int run_device(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
+// One run of the blob on `stream` with device inputs (stolen by the blob);
+// outputs land in `outs`.
+int run_blob(shimkit_cuda_model* m, Handles* inputs, Handles* outs, void* stream) {
   shimkit_shim_clear_error();
   const int32_t rc = m->run(m->container, inputs->h.data(), inputs->h.size(), outs->h.data(),
-                            outs->h.size(), nullptr, nullptr);
+                            outs->h.size(), stream, nullptr);
   std::fill(inputs->h.begin(), inputs->h.end(), nullptr);  // Run took them, even on failure
   if (rc != 0) {
     std::fill(outs->h.begin(), outs->h.end(), nullptr);
     return fail(SHIMKIT_E_RUN, "model run failed: " + shim_error());
   }
   return SHIMKIT_OK;
+}
+
+// Sizes, strides and dtype of a tensor: what a captured graph's inputs must keep.
+std::vector<int64_t> geometry(AtenTensorHandle h) {
+  int64_t ndim = 0;
+  int64_t* sizes = nullptr;
+  int64_t* strides = nullptr;
+  int32_t dtype = 0;
+  aoti_torch_get_dim(h, &ndim);
+  aoti_torch_get_sizes(h, &sizes);
+  aoti_torch_get_strides(h, &strides);
+  aoti_torch_get_dtype(h, &dtype);
+  std::vector<int64_t> g = {dtype, ndim};
+  for (int64_t i = 0; i < ndim; ++i) g.insert(g.end(), {sizes[i], strides[i]});
+  return g;
+}
+
+// Makes the model's stream current on its device for the calling thread.
+struct ModelStream {
+  CUDAStreamGuardHandle guard = nullptr;
+  explicit ModelStream(shimkit_cuda_model* m) {
+    aoti_torch_create_cuda_stream_guard(m->stream, m->device, &guard);
+  }
+  ~ModelStream() {
+    if (guard != nullptr) aoti_torch_delete_cuda_stream_guard(guard);
+  }
+};
+
+// New handles aliasing `from` (the blob steals the handles it is given).
+int aliases(const std::vector<AtenTensorHandle>& from, Handles* to) {
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (aoti_torch_new_tensor_handle(from[i], &to->h[i]) != 0) {
+      return fail(SHIMKIT_E_RUN, "graph: " + shim_error());
+    }
+  }
+  return SHIMKIT_OK;
+}
+
+// Gives up on replay for this model (the reason stays in its status); runs
+// stay correct, eagerly on the model's stream.
+void give_up_graphs(shimkit_cuda_model* m, const std::string& why) {
+  m->release_graph();
+  m->graph_state = -1;
+  m->graph_status = "eager: " + why;
+}
+
+// The replay mode. The first run is eager (cuBLASLt timing, cuDNN plans and
+// workspaces happen there); the second is captured into a CUDA graph with a
+// private allocation pool and launched; later runs copy their inputs into the
+// captured input buffers (device to device, on the model's stream) and
+// launch the graph once. Outputs alias the captured output buffers: the next
+// run overwrites them (run() copies them to host first). Inputs of another
+// geometry than the captured ones run eagerly.
+int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
+  ModelStream current(m);
+  if (m->graph_state < 0) return run_blob(m, inputs, outs, m->stream);
+  std::vector<std::vector<int64_t>> shapes;
+  for (AtenTensorHandle h : inputs->h) shapes.push_back(geometry(h));
+  if (m->static_in.empty()) {
+    m->input_geometry = shapes;
+    for (size_t i = 0; i < inputs->h.size(); ++i) {
+      AtenTensorHandle copy = nullptr;
+      if (aoti_torch_clone_preserve_strides(inputs->h[i], &copy) != 0) {
+        give_up_graphs(m, "input buffer: " + shim_error());
+        return run_blob(m, inputs, outs, m->stream);
+      }
+      m->static_in.push_back(copy);
+    }
+  } else if (shapes != m->input_geometry) {
+    return run_blob(m, inputs, outs, m->stream);  // not what was captured
+  } else {
+    for (size_t i = 0; i < inputs->h.size(); ++i) {
+      if (aoti_torch_copy_(m->static_in[i], inputs->h[i], 0) != 0) {
+        return fail(SHIMKIT_E_RUN, "graph: input " + std::to_string(i) + ": " + shim_error());
+      }
+    }
+  }
+  Handles own(0);
+  own.h.swap(inputs->h);  // the caller's inputs are consumed, as run_blob would
+  Handles call_in(m->num_inputs);
+  int rc = aliases(m->static_in, &call_in);
+  if (rc != SHIMKIT_OK) return rc;
+  if (m->graph_state == 0) {
+    rc = run_blob(m, &call_in, outs, m->stream);
+    if (rc == SHIMKIT_OK) {
+      m->graph_state = 1;
+      m->graph_status = "warmed up";
+    }
+    return rc;
+  }
+  if (m->graph_state == 1) {
+    if (shimkit_cuda_stream_synchronize(m->stream) != 0 ||
+        shimkit_cuda_graph_begin(m->stream, &m->pool) != 0) {
+      give_up_graphs(m, "capture: " + shim_error());
+      return run_blob(m, &call_in, outs, m->stream);
+    }
+    Handles captured(m->num_outputs);
+    shimkit_shim_clear_error();
+    const int32_t run_rc = m->run(m->container, call_in.h.data(), call_in.h.size(),
+                                  captured.h.data(), captured.h.size(), m->stream, nullptr);
+    std::fill(call_in.h.begin(), call_in.h.end(), nullptr);
+    const std::string run_error = run_rc != 0 ? shim_error() : "";
+    void* exec = nullptr;
+    const int end_rc = shimkit_cuda_graph_end(m->stream, &exec);
+    if (run_rc != 0 || end_rc != 0) {
+      if (run_rc != 0) std::fill(captured.h.begin(), captured.h.end(), nullptr);
+      m->exec = exec;
+      give_up_graphs(m, run_rc != 0 ? "run under capture: " + run_error
+                                     : "capture: " + shim_error());
+      return run_blob(m, &own, outs, m->stream);  // the caller's inputs, eagerly
+    }
+    m->exec = exec;
+    m->static_out.assign(captured.h.begin(), captured.h.end());
+    std::fill(captured.h.begin(), captured.h.end(), nullptr);
+    m->graph_state = 2;
+    m->graph_status = "replaying";
+  }
+  if (shimkit_cuda_graph_launch(m->exec, m->stream) != 0) {
+    return fail(SHIMKIT_E_RUN, "graph launch: " + shim_error());
+  }
+  return aliases(m->static_out, outs);
+}
+
+// Runs with device inputs (stolen); outputs land in `outs`. Eager on the
+// legacy default stream, or replayed (run_graph).
+int run_device(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
+  return m->graphs ? run_graph(m, inputs, outs) : run_blob(m, inputs, outs, nullptr);
+}
+
+// Waits for the model's work (its own stream in replay mode).
+int sync_model(shimkit_cuda_model* m) {
+  const int rc = m->graphs ? shimkit_cuda_stream_synchronize(m->stream)
+                           : shimkit_cuda_synchronize(m->device);
+  return rc == 0 ? SHIMKIT_OK : fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
 }
 
 int download(shimkit_cuda_model* m, AtenTensorHandle h, size_t index, shimkit_tensor* d) {
@@ -280,6 +444,33 @@ int shimkit_cuda_model_load_file(const char* path, int32_t device_index, shimkit
 
 void shimkit_cuda_model_free(shimkit_cuda_model* model) { delete model; }
 
+int shimkit_cuda_model_use_graphs(shimkit_cuda_model* model, int enable) {
+  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
+  std::lock_guard<std::mutex> lock(model->mutex);
+  if (!enable) {
+    if (model->stream != nullptr) shimkit_cuda_stream_synchronize(model->stream);
+    model->release_graph();
+    model->graphs = false;
+    model->graph_state = 0;
+    model->graph_status = "off";
+    return SHIMKIT_OK;
+  }
+  if (model->graphs) return SHIMKIT_OK;
+  if (model->stream == nullptr &&
+      shimkit_cuda_stream_create(model->device, &model->stream) != 0) {
+    model->graph_status = "eager: " + shim_error();
+    return fail(SHIMKIT_E_DEVICE, "CUDA graphs unavailable: " + shim_error());
+  }
+  model->graphs = true;
+  model->graph_state = 0;
+  model->graph_status = "cold";
+  return SHIMKIT_OK;
+}
+
+const char* shimkit_cuda_model_graph_status(const shimkit_cuda_model* model) {
+  return model != nullptr ? model->graph_status.c_str() : "no model";
+}
+
 size_t shimkit_cuda_model_num_inputs(const shimkit_cuda_model* model) {
   return model ? model->num_inputs : 0;
 }
@@ -308,6 +499,8 @@ int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inpu
     Handles outs(model->num_outputs);
     rc = run_device(model, &dev, &outs);
     if (rc != SHIMKIT_OK) return rc;
+    rc = sync_model(model);
+    if (rc != SHIMKIT_OK) return rc;
     model->host_outputs.resize(model->num_outputs);
     for (size_t i = 0; i < model->num_outputs; ++i) {
       rc = download(model, outs.h[i], i, &outputs[i]);
@@ -329,9 +522,8 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
     Handles resident(model->num_inputs);
     int rc = upload_inputs(*model, inputs, num_inputs, &resident);
     if (rc != SHIMKIT_OK) return rc;
-    if (shimkit_cuda_synchronize(model->device) != 0) {
-      return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
-    }
+    rc = sync_model(model);
+    if (rc != SHIMKIT_OK) return rc;
     // SHIMKIT_BENCH_SYNC=end: synchronise once after the loop instead of after
     // every run, so the figure is the host's issue cost when it is the
     // bottleneck (the breakdown in tools/gpu/step_breakdown.py).
@@ -348,8 +540,9 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
       Handles outs(model->num_outputs);
       rc = run_device(model, &in, &outs);
       if (rc != SHIMKIT_OK) return rc;
-      if ((sync_each || it + 1 == iterations) && shimkit_cuda_synchronize(model->device) != 0) {
-        return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+      if (sync_each || it + 1 == iterations) {
+        rc = sync_model(model);
+        if (rc != SHIMKIT_OK) return rc;
       }
     }
     const auto stop = std::chrono::steady_clock::now();

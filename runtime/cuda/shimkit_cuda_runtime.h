@@ -52,6 +52,17 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_bench(shimkit_cuda_model* model,
                                                  const shimkit_tensor* inputs, size_t num_inputs,
                                                  int64_t iterations, double* ns_per_run);
 
+/* CUDA-graph replay (enable != 0; also SHIMKIT_CUDA_GRAPHS=1 at load): the
+ * model gets a stream of its own; its first run is eager, the second is
+ * captured into a CUDA graph (device memory from a private pool) and every
+ * later run with inputs of the same geometry copies them into the captured
+ * buffers and replays the graph with one launch. Inputs of another geometry
+ * run eagerly; if capture fails, the model stays eager and the status says
+ * why. enable == 0 frees the graph. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_use_graphs(shimkit_cuda_model* model, int enable);
+/* "off", "cold", "warmed up", "replaying", or "eager: <why replay was given up>". */
+SHIMKIT_RUNTIME_API const char* shimkit_cuda_model_graph_status(const shimkit_cuda_model* model);
+
 /* Host-to-device copy bandwidth in GB/s of `bytes` through the shims:
  * source from aoti_torch_empty_strided_pinned (pinned != 0) or
  * aoti_torch_empty_strided on the CPU (pageable), best of `iterations`. */

@@ -61,6 +61,16 @@ Runtime load_runtime() {
     rt.error = rt.library + ": missing " + missing + " (not a CUDA runtime library?)";
     return rt;
   }
+  std::string no_graphs;
+  bind(lib, "cudaStreamCreateWithFlags", &rt.stream_create, &no_graphs);
+  bind(lib, "cudaStreamDestroy", &rt.stream_destroy, &no_graphs);
+  bind(lib, "cudaStreamBeginCapture", &rt.begin_capture, &no_graphs);
+  bind(lib, "cudaStreamEndCapture", &rt.end_capture, &no_graphs);
+  bind(lib, "cudaGraphInstantiate", &rt.graph_instantiate, &no_graphs);
+  bind(lib, "cudaGraphLaunch", &rt.graph_launch, &no_graphs);
+  bind(lib, "cudaGraphExecDestroy", &rt.graph_exec_destroy, &no_graphs);
+  bind(lib, "cudaGraphDestroy", &rt.graph_destroy, &no_graphs);
+  if (!no_graphs.empty()) rt.graphs_error = rt.library + ": no CUDA graphs (missing " + no_graphs + ")";
   int count = 0;
   const Error err = rt.get_device_count(&count);
   if (err != kSuccess || count <= 0) {

@@ -18,8 +18,10 @@
 namespace shimkit {
 namespace cuda {
 
-// `Err` is cudaError_t, `Stream` cudaStream_t, `Kind` cudaMemcpyKind.
-template <typename Err, typename Stream, typename Kind>
+// `Err` is cudaError_t, `Stream` cudaStream_t, `Kind` cudaMemcpyKind, `Graph`
+// cudaGraph_t, `GraphExec` cudaGraphExec_t, `CaptureMode` cudaStreamCaptureMode.
+template <typename Err, typename Stream, typename Kind, typename Graph, typename GraphExec,
+          typename CaptureMode>
 struct CudartSignatures {
   using GetDeviceCount = Err (*)(int*);
   using GetDevice = Err (*)(int*);
@@ -34,6 +36,15 @@ struct CudartSignatures {
   using DeviceSynchronize = Err (*)();
   using GetErrorString = const char* (*)(Err);
   using DriverGetVersion = Err (*)(int*);
+  // CUDA graphs (the runner's replay mode); CUDA 12+ signatures.
+  using StreamCreateWithFlags = Err (*)(Stream*, unsigned int);
+  using StreamDestroy = Err (*)(Stream);
+  using StreamBeginCapture = Err (*)(Stream, CaptureMode);
+  using StreamEndCapture = Err (*)(Stream, Graph*);
+  using GraphInstantiate = Err (*)(GraphExec*, Graph, unsigned long long);
+  using GraphLaunch = Err (*)(GraphExec, Stream);
+  using GraphExecDestroy = Err (*)(GraphExec);
+  using GraphDestroy = Err (*)(Graph);
 };
 
 // `Status` is cublasStatus_t, `Handle` cublasHandle_t, `Op` cublasOperation_t.
@@ -62,7 +73,10 @@ constexpr unsigned kHostAllocDefault = 0;  // cudaHostAllocDefault
 constexpr int kOpN = 0;                    // CUBLAS_OP_N
 constexpr int kOpT = 1;                    // CUBLAS_OP_T
 
-using Cudart = CudartSignatures<Error, Stream, int>;
+constexpr unsigned kStreamNonBlocking = 1;  // cudaStreamNonBlocking
+constexpr int kCaptureModeRelaxed = 2;      // cudaStreamCaptureModeRelaxed
+
+using Cudart = CudartSignatures<Error, Stream, int, void*, void*, int>;
 using Cublas = CublasSignatures<int, void*, Stream, int>;
 
 // The loaded CUDA runtime. `ok` is false when no libcudart could be opened,
@@ -86,6 +100,16 @@ struct Runtime {
   Cudart::DeviceSynchronize device_synchronize = nullptr;
   Cudart::GetErrorString get_error_string = nullptr;
   Cudart::DriverGetVersion driver_get_version = nullptr;
+  // Optional: null when the runtime has no CUDA graphs (then graphs_error says so).
+  Cudart::StreamCreateWithFlags stream_create = nullptr;
+  Cudart::StreamDestroy stream_destroy = nullptr;
+  Cudart::StreamBeginCapture begin_capture = nullptr;
+  Cudart::StreamEndCapture end_capture = nullptr;
+  Cudart::GraphInstantiate graph_instantiate = nullptr;
+  Cudart::GraphLaunch graph_launch = nullptr;
+  Cudart::GraphExecDestroy graph_exec_destroy = nullptr;
+  Cudart::GraphDestroy graph_destroy = nullptr;
+  std::string graphs_error;  // empty: all graph functions present
 };
 
 struct BlasLibrary {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -27,26 +28,53 @@ bool caching_enabled() {
   return on;
 }
 
-// Free device blocks keyed by (device, stream, rounded size).
+// Free device blocks keyed by (device, stream, rounded size, pool). Pool 0 is
+// the common one; a CUDA graph capture allocates from a pool of its own, so
+// the blocks its replays read and write are never handed to anyone else
+// until the graph is freed (release_pool).
 class BlockCache {
  public:
-  void* take(int32_t device, Stream stream, size_t rounded) {
+  void* take(int32_t device, Stream stream, size_t rounded, uint64_t pool) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(Key{device, stream, rounded});
+    auto it = free_.find(Key{device, stream, rounded, pool});
     if (it == free_.end() || it->second.empty()) return nullptr;
     void* p = it->second.back();
     it->second.pop_back();
     bytes_ -= rounded;
     return p;
   }
-  void give(int32_t device, Stream stream, size_t rounded, void* p) {
+  // Parks `p`; false (not parked: the caller frees it) when it would join
+  // pool 0 with caching off.
+  bool give(int32_t device, Stream stream, size_t rounded, uint64_t pool, void* p, bool caching) {
     std::lock_guard<std::mutex> lock(mutex_);
-    free_[Key{device, stream, rounded}].push_back(p);
+    if (pool != 0 && live_pools_.count(pool) == 0) pool = 0;  // its graph is gone
+    if (pool == 0 && !caching) return false;
+    free_[Key{device, stream, rounded, pool}].push_back(p);
     bytes_ += rounded;
+    return true;
   }
   size_t bytes() {
     std::lock_guard<std::mutex> lock(mutex_);
     return bytes_;
+  }
+  uint64_t new_pool() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_pools_.insert(++last_pool_);
+    return last_pool_;
+  }
+  // Frees the pool's parked blocks; blocks still in use join pool 0 when freed.
+  void release_pool(const Runtime& rt, uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_pools_.erase(pool);
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (std::get<3>(it->first) == pool) {
+        for (void* p : it->second) rt.free(p);
+        bytes_ -= std::get<2>(it->first) * it->second.size();
+        it = free_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   void release_all(const Runtime& rt) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,11 +86,15 @@ class BlockCache {
   }
 
  private:
-  using Key = std::tuple<int32_t, Stream, size_t>;
+  using Key = std::tuple<int32_t, Stream, size_t, uint64_t>;
   std::mutex mutex_;
   std::map<Key, std::vector<void*>> free_;
+  std::set<uint64_t> live_pools_;
+  uint64_t last_pool_ = 0;
   size_t bytes_ = 0;
 };
+
+thread_local uint64_t t_pool = 0;  // the pool this thread allocates from
 
 // Never destroyed: the CUDA context may be gone by static destruction time.
 BlockCache& cache() {
@@ -70,16 +102,16 @@ BlockCache& cache() {
   return *c;
 }
 
-void* device_malloc(size_t rounded, int32_t device, Stream stream) {
+void* device_malloc(size_t rounded, int32_t device, Stream stream, uint64_t pool) {
   const Runtime& rt = require_runtime();
   if (caching_enabled()) {
-    if (void* p = cache().take(device, stream, rounded)) return p;
+    if (void* p = cache().take(device, stream, rounded, pool)) return p;
   }
   const int32_t previous = current_device();
   if (previous != device) set_current_device(device);
   void* p = nullptr;
   Error err = rt.malloc(&p, rounded);
-  if (err != kSuccess && caching_enabled() && cache().bytes() > 0) {
+  if (err != kSuccess && caching_enabled() && cache().bytes() > 0 && pool == 0) {
     // Out of memory with blocks parked in the cache: give them back, retry.
     cache().release_all(rt);
     err = rt.malloc(&p, rounded);
@@ -95,11 +127,10 @@ struct DeviceBlock {
   size_t rounded = 0;
   int32_t device = 0;
   Stream stream = nullptr;
+  uint64_t pool = 0;
   ~DeviceBlock() {
     if (ptr == nullptr) return;
-    if (caching_enabled()) {
-      cache().give(device, stream, rounded, ptr);
-    } else {
+    if (!cache().give(device, stream, rounded, pool, ptr, caching_enabled())) {
       runtime().free(ptr);
     }
   }
@@ -179,7 +210,8 @@ std::shared_ptr<Storage> device_storage(size_t nbytes, int32_t device_index) {
   block->rounded = round_up(nbytes);
   block->device = device_index;
   block->stream = current_stream(device_index);
-  block->ptr = device_malloc(block->rounded, device_index, block->stream);
+  block->pool = t_pool;
+  block->ptr = device_malloc(block->rounded, device_index, block->stream, block->pool);
   block->view = Storage::borrow(block->ptr, nbytes);
   return std::shared_ptr<Storage>(block, block->view.get());
 }
@@ -210,6 +242,18 @@ void raw_delete(void* ptr) {
 }
 
 size_t cached_bytes() { return cache().bytes(); }
+
+uint64_t begin_private_pool() {
+  t_pool = cache().new_pool();
+  return t_pool;
+}
+
+void end_private_pool() { t_pool = 0; }
+
+void release_private_pool(uint64_t pool) {
+  const Runtime& rt = runtime();
+  if (rt.ok && pool != 0) cache().release_pool(rt, pool);
+}
 
 void empty_cache() {
   const Runtime& rt = runtime();

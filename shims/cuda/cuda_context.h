@@ -34,6 +34,15 @@ std::shared_ptr<Storage> pinned_storage(size_t nbytes);
 // Raw device allocations (aoti_torch_cuda_caching_allocator_raw_alloc).
 void* raw_alloc(size_t nbytes);
 void raw_delete(void* ptr);
+// A private pool for a CUDA graph capture: until end_private_pool(), the
+// calling thread's device allocations come from, and return to, a pool no
+// other allocation draws on; release_private_pool() frees its parked blocks
+// once the graph is gone (blocks still held rejoin the common pool when
+// freed). Even with SHIMKIT_CUDA_CACHING=0 pool blocks are parked, not freed:
+// a replay still uses them.
+uint64_t begin_private_pool();
+void end_private_pool();
+void release_private_pool(uint64_t pool);
 // Bytes held in the allocator's free lists, and releasing them.
 size_t cached_bytes();
 void empty_cache();

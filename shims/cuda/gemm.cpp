@@ -32,15 +32,17 @@ std::atomic<int64_t> g_on_lt{0};
 std::atomic<int64_t> g_on_cublas{0};
 
 // Per thread and device: the cuBLAS handle (bound to `stream` only when the
-// stream changes), the cuBLASLt handle and the shared workspace. Kept for
-// the thread's lifetime: destroying handles at exit can run after the CUDA
-// context is gone.
+// stream changes), the cuBLASLt handle and one workspace per stream, kept
+// while the thread lives: a CUDA graph captured on a stream keeps using that
+// stream's workspace on every replay, so it must never be handed to anyone
+// else. Destroying handles at exit can run after the CUDA context is gone.
 struct BlasContext {
   void* handle = nullptr;
   void* lt = nullptr;
   bool bound = false;
   Stream stream = nullptr;
-  std::shared_ptr<Storage> workspace;  // stream-ordered on `stream`
+  std::shared_ptr<Storage> workspace;  // the bound stream's
+  std::unordered_map<Stream, std::shared_ptr<Storage>> workspaces;
 };
 
 BlasContext& context(int32_t device_index) {
@@ -62,9 +64,9 @@ BlasContext& context(int32_t device_index) {
   if (!c.bound || c.stream != stream) {
     check_blas(blas.set_stream(c.handle, stream), "cublasSetStream");
     c.bound = false;
-    // A fresh block for the new stream; the old one goes back to the cache
-    // in its own stream's order.
-    c.workspace = device_storage(kWorkspaceBytes, device_index);
+    std::shared_ptr<Storage>& workspace = c.workspaces[stream];
+    if (!workspace) workspace = device_storage(kWorkspaceBytes, device_index);
+    c.workspace = workspace;
     if (blas.set_workspace != nullptr) {
       check_blas(blas.set_workspace(c.handle, c.workspace->data(), kWorkspaceBytes),
                  "cublasSetWorkspace");

@@ -211,6 +211,60 @@ def autotune(s: Shims) -> dict[str, Any]:
     return r
 
 
+def graph_counter(name: str) -> int:
+    fake = ctypes.CDLL(os.environ["SHIMKIT_CUDART"])
+    fake.fake_cuda_graph_counter.restype = ctypes.c_long
+    return int(fake.fake_cuda_graph_counter(name.encode()))
+
+
+def data_ptr(s: Shims, h: Any) -> int:
+    p = ctypes.c_void_p()
+    s.call("aoti_torch_get_data_ptr", h, ctypes.byref(p))
+    return int(p.value or 0)
+
+
+def graph_pools(s: Shims) -> dict[str, Any]:
+    """A capture's allocations come from a private pool: freed inside the capture, a block is
+    reused only by that capture, never outside it, until the graph is freed."""
+    lib = s.lib
+    r: dict[str, Any] = {}
+    stream = ctypes.c_void_p()
+    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    # Control: outside any capture a freed block comes straight back.
+    a = s.empty((64,), None, 0)
+    first = data_ptr(s, a)
+    s.call("aoti_torch_delete_tensor_object", a)
+    b = s.empty((64,), None, 0)
+    r["common_pool_reuses"] = data_ptr(s, b) == first
+    s.call("aoti_torch_delete_tensor_object", b)
+    pool = ctypes.c_uint64()
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    inside = s.empty((64,), None, 0)  # a new block: the common pool's is not taken
+    in_ptr = data_ptr(s, inside)
+    r["capture_took_common_block"] = in_ptr == first
+    s.call("aoti_torch_delete_tensor_object", inside)
+    again = s.empty((64,), None, 0)  # inside the same capture: reused
+    r["capture_reuses_its_own"] = data_ptr(s, again) == in_ptr
+    s.call("aoti_torch_delete_tensor_object", again)
+    exec_ = ctypes.c_void_p()
+    assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    after = s.empty((64,), None, 0)  # outside: never the graph's block
+    r["outside_took_graph_block"] = data_ptr(s, after) == in_ptr
+    s.call("aoti_torch_delete_tensor_object", after)
+    assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+    r["launches"] = graph_counter("launches")
+    frees = counter("free")
+    assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
+    r["pool_blocks_freed"] = counter("free") - frees
+    r["live_execs"] = graph_counter("execs")
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    r["live_streams"] = graph_counter("streams")
+    return r
+
+
 def blas_binding(s: Shims) -> dict[str, Any]:
     """cuBLAS is bound to a stream (and given a workspace) once per stream, not per GEMM."""
     x = s.device(np.ones((4, 4), dtype=np.float32))
@@ -376,6 +430,7 @@ SCENARIOS = {
     "matmul": matmul,
     "blas_binding": blas_binding,
     "autotune": autotune,
+    "graph_pools": graph_pools,
     "fallbacks": fallbacks,
     "conv": conv,
 }

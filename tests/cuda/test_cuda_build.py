@@ -19,7 +19,9 @@ SIGNATURE_CHECK = """
 #include <cuda_runtime_api.h>
 #include <type_traits>
 #include "shims/cuda/cuda_api.h"
-using Official = shimkit::cuda::CudartSignatures<cudaError_t, cudaStream_t, cudaMemcpyKind>;
+using Official = shimkit::cuda::CudartSignatures<cudaError_t, cudaStream_t, cudaMemcpyKind,
+                                                 cudaGraph_t, cudaGraphExec_t,
+                                                 cudaStreamCaptureMode>;
 // Initialising a pointer of the declared type picks the one overload with
 // exactly that type (nvcc adds template overloads) or fails to compile.
 #define SAME(fn, sig) [[maybe_unused]] static const Official::sig check_##sig##_##fn = &::fn;
@@ -36,6 +38,17 @@ SAME(cudaStreamSynchronize, StreamSynchronize)
 SAME(cudaDeviceSynchronize, DeviceSynchronize)
 SAME(cudaGetErrorString, GetErrorString)
 SAME(cudaDriverGetVersion, DriverGetVersion)
+SAME(cudaStreamCreateWithFlags, StreamCreateWithFlags)
+SAME(cudaStreamDestroy, StreamDestroy)
+SAME(cudaStreamBeginCapture, StreamBeginCapture)
+SAME(cudaStreamEndCapture, StreamEndCapture)
+SAME(cudaGraphInstantiate, GraphInstantiate)
+SAME(cudaGraphLaunch, GraphLaunch)
+SAME(cudaGraphExecDestroy, GraphExecDestroy)
+SAME(cudaGraphDestroy, GraphDestroy)
+static_assert(cudaStreamNonBlocking == shimkit::cuda::kStreamNonBlocking, "non-blocking");
+static_assert(cudaStreamCaptureModeRelaxed == shimkit::cuda::kCaptureModeRelaxed, "relaxed");
+static_assert(sizeof(cudaStreamCaptureMode) == sizeof(int), "capture mode size");
 static_assert(sizeof(cudaError_t) == sizeof(shimkit::cuda::Error), "cudaError_t size");
 static_assert(sizeof(cudaMemcpyKind) == sizeof(int), "cudaMemcpyKind size");
 static_assert(cudaSuccess == shimkit::cuda::kSuccess, "cudaSuccess");

@@ -155,6 +155,25 @@ def test_cublaslt_keeps_the_fastest_algorithm(
     assert r["mm_ok"] and r["slow_runs_mm"] == 20
 
 
+def test_graph_capture_allocates_from_a_private_pool(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "graph_pools", FAKE_CUDA_NO_CAPTURE="0")
+    assert r["common_pool_reuses"]  # control: reuse is visible
+    assert not r["capture_took_common_block"] and r["capture_reuses_its_own"]
+    assert not r["outside_took_graph_block"]
+    assert r["launches"] == 1 and r["pool_blocks_freed"] == 1
+    assert r["live_execs"] == 0 and r["live_streams"] == 0
+
+
+def test_refused_capture_is_a_clear_error(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    done = run_scenario(cuda_libs, fakes, "graph_pools", FAKE_CUDA_NO_CAPTURE="1")
+    assert done.returncode != 0  # the scenario's own capture is refused
+    assert "cudaStreamBeginCapture" in done.stderr
+
+
 def test_cublas_is_bound_once_per_stream(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
@@ -220,7 +239,7 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
 
 
 @pytest.mark.parametrize(
-    "name", ["basics", "caching", "matmul", "blas_binding", "fallbacks", "conv"]
+    "name", ["basics", "caching", "matmul", "blas_binding", "fallbacks", "conv", "graph_pools"]
 )
 def test_scenarios_run_clean_under_asan_ubsan(
     asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str

@@ -24,6 +24,7 @@ CUDA_SOURCES = [
     "shims/cuda/cublaslt_api.cpp",
     "shims/cuda/cuda_api.cpp",
     "shims/cuda/cuda_context.cpp",
+    "shims/cuda/cuda_graph.cpp",
     "shims/cuda/cudnn_api.cpp",
     "shims/cuda/cudnn_conv.cpp",
     "shims/cuda/gemm.cpp",

@@ -155,6 +155,15 @@ def main() -> int:
         env,
         90,
     )
+    # With CUDA-graph replay: correctness of capture and replay, then latency.
+    steps["slim_graphs"] = step(
+        "slim_graphs",
+        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_graphs.json"), "--graphs",
+         "--no-controls"],
+        out,
+        env,
+        60,
+    )  # fmt: skip
     # Once more without cuDNN and cuBLASLt (host convolution, legacy cuBLAS), for comparison.
     steps["slim_legacy"] = step(
         "slim_legacy",
@@ -199,7 +208,7 @@ def main() -> int:
         if (blobs / f"{name}.so").exists():
             (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
     summary["steps"] = steps
-    results = ("slim", "slim_legacy", "slim_nocache", "probe", "breakdown")
+    results = ("slim", "slim_graphs", "slim_legacy", "slim_nocache", "probe", "breakdown")
     for name in (*results, "torch_runner_forward", "torch_runner_default"):
         path = out / f"{name}.json"
         if path.exists():

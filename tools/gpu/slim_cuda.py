@@ -109,6 +109,9 @@ class Runtime:
             ctypes.c_int64,
             ctypes.POINTER(ctypes.c_double),
         ]
+        lib.shimkit_cuda_model_use_graphs.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.shimkit_cuda_model_graph_status.argtypes = [ctypes.c_void_p]
+        lib.shimkit_cuda_model_graph_status.restype = ctypes.c_char_p
         lib.shimkit_cuda_h2d_bandwidth.argtypes = [
             ctypes.c_size_t,
             ctypes.c_int,
@@ -215,6 +218,14 @@ class Model:
             )
         )
         return ns.value
+
+    def use_graphs(self, enable: bool) -> None:
+        """CUDA-graph replay on or off (shimkit_cuda_model_use_graphs)."""
+        self.runtime.check(self.runtime.lib.shimkit_cuda_model_use_graphs(self.handle, int(enable)))
+
+    def graph_status(self) -> str:
+        status: bytes = self.runtime.lib.shimkit_cuda_model_graph_status(self.handle)
+        return status.decode(errors="replace")
 
     def free(self) -> None:
         if self.handle:

@@ -33,6 +33,29 @@ def compare(got: list[np.ndarray], ref: np.lib.npyio.NpzFile) -> dict[str, objec
     return {"match": ok, "max_abs_diff": max(diffs) if diffs else 0.0}
 
 
+def check_replay(
+    rt: slim_cuda.Runtime, blob: bytes, model: slim_cuda.Model, inputs: list[np.ndarray],
+    ref: np.lib.npyio.NpzFile,
+) -> dict[str, object]:  # fmt: skip
+    """Runs 2 (captured) and 3-4 (replayed) against the reference, then new input values
+    through the replay against an eager model: the captured input buffers really refill."""
+    runs = [compare(model.run(inputs), ref) for _ in range(3)]
+    scaled = [x * np.float32(0.5) + np.float32(0.25) for x in inputs]
+    replayed = model.run(scaled)
+    eager = rt.load(blob, 0)
+    try:
+        expected = eager.run(scaled)
+    finally:
+        eager.free()
+    diff = max(float(np.max(np.abs(g - e))) for g, e in zip(replayed, expected, strict=True))
+    return {
+        "graph_status": model.graph_status(),
+        "replay_runs_match": all(bool(r["match"]) for r in runs),
+        "replay_new_inputs_max_abs_diff_vs_eager": diff,
+        "replay_new_inputs_match": diff <= 1e-4,
+    }
+
+
 def expect_error(rt: slim_cuda.Runtime, blob: bytes, device: int, status: str) -> dict[str, object]:
     try:
         model = rt.load(blob, device)
@@ -46,6 +69,7 @@ def main() -> int:
     faulthandler.enable()
     build, blobs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     bench_only = "--bench-only" in sys.argv
+    graphs = "--graphs" in sys.argv  # CUDA-graph replay (shimkit_cuda_model_use_graphs)
     rt = slim_cuda.Runtime(build / "libshimkit_cuda_runtime.so")
     report: dict[str, object] = {
         "devices": rt.device_count(),
@@ -64,9 +88,13 @@ def main() -> int:
         try:
             start = time.perf_counter()
             model = rt.load(so.read_bytes(), 0)
+            if graphs:
+                model.use_graphs(True)
             outs = model.run(inputs)
             entry["cold_load_and_first_run_ms"] = round((time.perf_counter() - start) * 1e3, 2)
             entry.update(compare(outs, ref))
+            if graphs:
+                entry.update(check_replay(rt, so.read_bytes(), model, inputs, ref))
             model.bench(inputs, 20)  # warm up
             # Five blocks, median reported (as step_torch_runner.py does).
             blocks = [model.bench(inputs, ITERATIONS[case] // 5) / 1e3 for _ in range(5)]
@@ -86,7 +114,7 @@ def main() -> int:
         if entry["convs_on_host"]:
             entry["conv_fallback_reason"] = rt.last_conv_fallback()
         report[case] = entry
-    if not bench_only:
+    if not bench_only and "--no-controls" not in sys.argv:
         controls: dict[str, object] = {}
         mlp = (blobs / "mlp.so").read_bytes() if (blobs / "mlp.so").exists() else b""
         if mlp:

@@ -97,3 +97,65 @@ int cudaDriverGetVersion(int* v) {
   *v = 13000;
   return 0;
 }
+
+/* Streams and graphs: tokens and counters only. Work still runs at the call
+ * (device memory is host memory), so a "replay" does nothing; what CI checks
+ * is the call sequence and the allocator's pools. FAKE_CUDA_NO_CAPTURE=1
+ * refuses capture (cudaErrorStreamCaptureUnsupported). */
+static long g_streams = 0, g_captures = 0, g_launches = 0, g_execs = 0;
+static int g_capturing = 0;
+
+long fake_cuda_graph_counter(const char* name) {
+  if (strcmp(name, "streams") == 0) return g_streams;
+  if (strcmp(name, "captures") == 0) return g_captures;
+  if (strcmp(name, "launches") == 0) return g_launches;
+  if (strcmp(name, "execs") == 0) return g_execs; /* live executable graphs */
+  return -1;
+}
+
+int cudaStreamCreateWithFlags(void** stream, unsigned int flags) {
+  if (flags != 1) return 1; /* only non-blocking streams are expected */
+  *stream = malloc(1);
+  ++g_streams;
+  return 0;
+}
+int cudaStreamDestroy(void* stream) {
+  free(stream);
+  --g_streams;
+  return 0;
+}
+int cudaStreamBeginCapture(void* stream, int mode) {
+  const char* refuse = getenv("FAKE_CUDA_NO_CAPTURE");
+  if (stream == NULL || mode != 2 || g_capturing) return 1;
+  if (refuse != NULL && refuse[0] == '1') return 900; /* cudaErrorStreamCaptureUnsupported */
+  g_capturing = 1;
+  return 0;
+}
+int cudaStreamEndCapture(void* stream, void** graph) {
+  (void)stream;
+  if (!g_capturing) return 1;
+  g_capturing = 0;
+  *graph = malloc(1);
+  ++g_captures;
+  return 0;
+}
+int cudaGraphInstantiate(void** exec, void* graph, unsigned long long flags) {
+  if (graph == NULL || flags != 0) return 1;
+  *exec = malloc(1);
+  ++g_execs;
+  return 0;
+}
+int cudaGraphLaunch(void* exec, void* stream) {
+  if (exec == NULL || stream == NULL || g_capturing) return 1;
+  ++g_launches;
+  return 0;
+}
+int cudaGraphExecDestroy(void* exec) {
+  free(exec);
+  --g_execs;
+  return 0;
+}
+int cudaGraphDestroy(void* graph) {
+  free(graph);
+  return 0;
+}
