@@ -197,7 +197,8 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
     return fail(SHIMKIT_E_CREATE, "blob: cannot read the number of inputs/outputs");
   }
   *out = model.release();
-  if (const char* v = std::getenv("SHIMKIT_CUDA_GRAPHS"); v != nullptr && std::strcmp(v, "1") == 0) {
+  if (const char* v = std::getenv("SHIMKIT_CUDA_GRAPHS");
+      v != nullptr && std::strcmp(v, "1") == 0) {
     shimkit_cuda_model_use_graphs(*out, 1);
   }
   return SHIMKIT_OK;
@@ -351,8 +352,8 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
     if (run_rc != 0 || end_rc != 0) {
       if (run_rc != 0) std::fill(captured.h.begin(), captured.h.end(), nullptr);
       m->exec = exec;
-      give_up_graphs(m, run_rc != 0 ? "run under capture: " + run_error
-                                     : "capture: " + shim_error());
+      give_up_graphs(m,
+                     run_rc != 0 ? "run under capture: " + run_error : "capture: " + shim_error());
       return run_blob(m, &own, outs, m->stream);  // the caller's inputs, eagerly
     }
     m->exec = exec;
@@ -375,8 +376,8 @@ int run_device(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
 
 // Waits for the model's work (its own stream in replay mode).
 int sync_model(shimkit_cuda_model* m) {
-  const int rc = m->graphs ? shimkit_cuda_stream_synchronize(m->stream)
-                           : shimkit_cuda_synchronize(m->device);
+  const int rc =
+      m->graphs ? shimkit_cuda_stream_synchronize(m->stream) : shimkit_cuda_synchronize(m->device);
   return rc == 0 ? SHIMKIT_OK : fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
 }
 
@@ -456,8 +457,7 @@ int shimkit_cuda_model_use_graphs(shimkit_cuda_model* model, int enable) {
     return SHIMKIT_OK;
   }
   if (model->graphs) return SHIMKIT_OK;
-  if (model->stream == nullptr &&
-      shimkit_cuda_stream_create(model->device, &model->stream) != 0) {
+  if (model->stream == nullptr && shimkit_cuda_stream_create(model->device, &model->stream) != 0) {
     model->graph_status = "eager: " + shim_error();
     return fail(SHIMKIT_E_DEVICE, "CUDA graphs unavailable: " + shim_error());
   }

@@ -70,7 +70,8 @@ Runtime load_runtime() {
   bind(lib, "cudaGraphLaunch", &rt.graph_launch, &no_graphs);
   bind(lib, "cudaGraphExecDestroy", &rt.graph_exec_destroy, &no_graphs);
   bind(lib, "cudaGraphDestroy", &rt.graph_destroy, &no_graphs);
-  if (!no_graphs.empty()) rt.graphs_error = rt.library + ": no CUDA graphs (missing " + no_graphs + ")";
+  if (!no_graphs.empty())
+    rt.graphs_error = rt.library + ": no CUDA graphs (missing " + no_graphs + ")";
   int count = 0;
   const Error err = rt.get_device_count(&count);
   if (err != kSuccess || count <= 0) {
