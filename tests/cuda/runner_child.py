@@ -8,16 +8,20 @@ prints one JSON object:
     python runner_child.py RUNNER_SO load BLOB DEVICE   -> {"status", "message"} or {"loaded"}
     python runner_child.py RUNNER_SO info               -> {"device_count", "reason"}
     python runner_child.py RUNNER_SO cpu_path           -> the no-GPU checks' results
+    python runner_child.py RUNNER_SO replay BLOB        -> the replay mode's states and results
+                                                           (with the fake CUDA libraries)
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import slim_cuda
 from shimkit.config import load_config
 
@@ -57,11 +61,45 @@ def cpu_path(rt: slim_cuda.Runtime) -> dict[str, Any]:
     return r
 
 
+def graph_counter(name: str) -> int:
+    fake = ctypes.CDLL(os.environ["SHIMKIT_CUDART"])
+    fake.fake_cuda_graph_counter.restype = ctypes.c_long
+    return int(fake.fake_cuda_graph_counter(name.encode()))
+
+
+def replay(rt: slim_cuda.Runtime, blob: Path) -> dict[str, Any]:
+    """Drives a fake blob (out = x @ x) through the replay mode. The fake runtime executes
+    work when it is issued, so a replay recomputes nothing: what is checked is the state
+    machine, the launches, the eager paths and the clean-up."""
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
+    z = rng.standard_normal((3, 3), dtype=np.float32)
+    model = rt.load(blob.read_bytes(), 0)
+    model.use_graphs(True)
+    r: dict[str, Any] = {"status_before": model.graph_status(), "statuses": [], "x_ok": []}
+    for _ in range(4):
+        out = model.run([x])[0]
+        r["statuses"].append(model.graph_status())
+        r["x_ok"].append(bool(np.allclose(out, x @ x, atol=1e-5)))
+    r["launches_after_x"] = graph_counter("launches")
+    r["y_ok"] = bool(np.allclose(model.run([y])[0], y @ y, atol=1e-5))
+    launches = graph_counter("launches")
+    r["z_ok"] = bool(np.allclose(model.run([z])[0], z @ z, atol=1e-5))  # another geometry
+    r["z_launched"] = graph_counter("launches") - launches
+    r["status_after"] = model.graph_status()
+    model.free()
+    r["live_execs"] = graph_counter("execs")
+    r["live_streams"] = graph_counter("streams")
+    return r
+
+
 def main() -> int:
     rt = slim_cuda.Runtime(sys.argv[1])
     command = sys.argv[2]
     if command == "load":
         result = load(rt, Path(sys.argv[3]), int(sys.argv[4]))
+    elif command == "replay":
+        result = replay(rt, Path(sys.argv[3]))
     elif command == "info":
         result = {"device_count": rt.device_count(), "reason": rt.unavailable_reason()}
     else:
