@@ -1,8 +1,5 @@
 #include "shims/cuda/cublaslt_api.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "shims/cuda/cuda_api.h"
 
 namespace shimkit {
@@ -11,18 +8,10 @@ namespace {
 
 LtLibrary load_lt() {
   LtLibrary lt;
-  if (const char* v = std::getenv("SHIMKIT_CUBLASLT"); v != nullptr && std::strcmp(v, "0") == 0) {
-    lt.error = "cuBLASLt turned off (SHIMKIT_CUBLASLT=0)";
-    return lt;
-  }
-  std::string tried;
-  void* lib =
-      open_first("SHIMKIT_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                 &lt.library, &tried);
-  if (lib == nullptr) {
-    lt.error = "cuBLASLt not found (tried " + tried + "; set SHIMKIT_CUBLASLT or LD_LIBRARY_PATH)";
-    return lt;
-  }
+  void* lib = open_library("cuBLASLt", "SHIMKIT_CUBLASLT",
+                           {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, true,
+                           &lt.library, &lt.error);
+  if (lib == nullptr) return lt;
   std::string missing;
   bind(lib, "cublasLtCreate", &lt.create, &missing);
   bind(lib, "cublasLtMatmulDescCreate", &lt.desc_create, &missing);

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "shims/slim_tensor.h"
@@ -10,22 +11,29 @@
 namespace shimkit {
 namespace cuda {
 
-void* open_first(const char* env, const std::vector<const char*>& names, std::string* found,
-                 std::string* tried) {
+void* open_library(const char* what, const char* env, const std::vector<const char*>& names,
+                   bool may_be_off, std::string* found, std::string* error) {
   std::vector<std::string> candidates;
   if (const char* explicit_path = std::getenv(env)) {
+    if (may_be_off && std::strcmp(explicit_path, "0") == 0) {
+      *error = std::string(what) + " turned off (" + env + "=0)";
+      return nullptr;
+    }
     if (explicit_path[0] != '\0') candidates.emplace_back(explicit_path);
   }
   for (const char* n : names) candidates.emplace_back(n);
+  std::string tried;
   for (const std::string& c : candidates) {
     dlerror();
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
       *found = c;
       return h;
     }
-    if (!tried->empty()) *tried += ", ";
-    *tried += c;
+    if (!tried.empty()) tried += ", ";
+    tried += c;
   }
+  *error =
+      std::string(what) + " not found (tried " + tried + "; set " + env + " or LD_LIBRARY_PATH)";
   return nullptr;
 }
 
@@ -35,12 +43,11 @@ namespace {
 
 Runtime load_runtime() {
   Runtime rt;
-  std::string tried;
-  void* lib = open_first("SHIMKIT_CUDART", {"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
-                         &rt.library, &tried);
+  void* lib = open_library("CUDA runtime", "SHIMKIT_CUDART",
+                           {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}, false,
+                           &rt.library, &rt.error);
   if (lib == nullptr) {
-    rt.error = "CUDA runtime not found (tried " + tried +
-               "; set SHIMKIT_CUDART or LD_LIBRARY_PATH): no CUDA on this machine";
+    rt.error += ": no CUDA on this machine";
     return rt;
   }
   std::string missing;
@@ -86,13 +93,10 @@ Runtime load_runtime() {
 
 BlasLibrary load_blas() {
   BlasLibrary b;
-  std::string tried;
-  void* lib = open_first("SHIMKIT_CUBLAS", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
-                         &b.library, &tried);
-  if (lib == nullptr) {
-    b.error = "cuBLAS not found (tried " + tried + "; set SHIMKIT_CUBLAS or LD_LIBRARY_PATH)";
-    return b;
-  }
+  void* lib = open_library("cuBLAS", "SHIMKIT_CUBLAS",
+                           {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, false,
+                           &b.library, &b.error);
+  if (lib == nullptr) return b;
   std::string missing;
   bind(lib, "cublasCreate_v2", &b.create, &missing);
   bind(lib, "cublasDestroy_v2", &b.destroy, &missing);

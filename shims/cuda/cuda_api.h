@@ -124,11 +124,12 @@ struct BlasLibrary {
   Cublas::SgemmStridedBatched sgemm_strided_batched = nullptr;
 };
 
-// Opens the first of `names` that dlopen loads, after the path in the
-// environment variable `env` if set; `found` gets the one that loaded,
-// `tried` (comma-separated) the ones that did not. nullptr if none did.
-void* open_first(const char* env, const std::vector<const char*>& names, std::string* found,
-                 std::string* tried);
+// Opens `what` (e.g. "cuDNN"): the path in the environment variable `env`
+// if set, else the first of `names` that dlopen loads; `found` gets the one
+// that loaded. nullptr, with `error` saying what was tried and how to point
+// at the library, when none did, or (`may_be_off`) when `env` is "0".
+void* open_library(const char* what, const char* env, const std::vector<const char*>& names,
+                   bool may_be_off, std::string* found, std::string* error);
 void* lookup_symbol(void* library, const char* name);
 
 // Binds `*out` to `name` in `library`; the first missing name goes to

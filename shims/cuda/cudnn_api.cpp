@@ -1,8 +1,5 @@
 #include "shims/cuda/cudnn_api.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "shims/cuda/cuda_api.h"
 
 namespace shimkit {
@@ -11,17 +8,10 @@ namespace {
 
 CudnnLibrary load_cudnn() {
   CudnnLibrary d;
-  if (const char* v = std::getenv("SHIMKIT_CUDNN"); v != nullptr && std::strcmp(v, "0") == 0) {
-    d.error = "cuDNN turned off (SHIMKIT_CUDNN=0)";
-    return d;
-  }
-  std::string tried;
-  void* lib = open_first("SHIMKIT_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
-                         &d.library, &tried);
-  if (lib == nullptr) {
-    d.error = "cuDNN not found (tried " + tried + "; set SHIMKIT_CUDNN or LD_LIBRARY_PATH)";
-    return d;
-  }
+  void* lib =
+      open_library("cuDNN", "SHIMKIT_CUDNN", {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"},
+                   true, &d.library, &d.error);
+  if (lib == nullptr) return d;
   std::string missing;
   Cudnn::GetVersion get_version = nullptr;
   bind(lib, "cudnnGetVersion", &get_version, &missing);

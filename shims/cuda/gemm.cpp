@@ -1,6 +1,7 @@
 #include "shims/cuda/gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -233,10 +234,11 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
   const uint32_t align[4] = {alignment(b.data_ptr()), alignment(a.data_ptr()),
                              alignment(out.data_ptr()), alignment(out.data_ptr())};
   if (bias != nullptr && alignment(bias) < 16) return false;
-  const std::vector<int64_t> key = {device,   m,        n,       k,     oa.op,
-                                    ob.op,    oa.ld,    ob.ld,   oc.ld, bias != nullptr,
-                                    align[0], align[1], align[2]};
-  thread_local std::map<std::vector<int64_t>, std::unique_ptr<LtPlan>> plans;
+  // A fixed-size key: no allocation on the per-call lookup.
+  using Key = std::array<int64_t, 13>;
+  const Key key = {device,          m,        n,        k,       oa.op, ob.op, oa.ld, ob.ld, oc.ld,
+                   bias != nullptr, align[0], align[1], align[2]};
+  thread_local std::map<Key, std::unique_ptr<LtPlan>> plans;
   auto it = plans.find(key);
   if (it == plans.end()) {
     if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries

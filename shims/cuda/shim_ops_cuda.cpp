@@ -72,6 +72,27 @@ AtenTensorHandle upload_result(AtenTensorHandle host_result, int32_t device_inde
   return to_handle(cu::upload(as_tensor(host_result), device_index));
 }
 
+// A (values, indices) op run by its CPU shim on a host mirror of `self`,
+// both results uploaded to self's device (topk, sort).
+template <typename CpuOp>
+void values_and_indices_on_host(AtenTensorHandle self, const char* what, AtenTensorHandle* ret0,
+                                AtenTensorHandle* ret1, CpuOp&& cpu_op) {
+  check_out(ret0);
+  check_out(ret1);
+  const SlimTensor& x = as_tensor(self);
+  if (!cu::is_cuda(x)) throw ShimError(std::string(what) + ": tensor is not on a CUDA device");
+  SlimTensor hx = cu::host_mirror(x);
+  HandleOwner values, indices;
+  if (cpu_op(borrow_handle(hx), &values, &indices) != AOTI_TORCH_SUCCESS) {
+    throw ShimError(shimkit_shim_last_error());
+  }
+  HandleOwner device_values;
+  device_values.h = upload_result(values.h, x.device_index());
+  *ret1 = upload_result(indices.h, x.device_index());
+  *ret0 = device_values.h;
+  device_values.h = nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -268,21 +289,10 @@ AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t di
                                     int32_t sorted, AtenTensorHandle* ret0,
                                     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    check_out(ret0);
-    check_out(ret1);
-    const SlimTensor& x = as_tensor(self);
-    if (!cu::is_cuda(x)) throw ShimError("topk: tensor is not on a CUDA device");
-    SlimTensor hx = cu::host_mirror(x);
-    HandleOwner values, indices;
-    if (aoti_torch_cpu_topk(borrow_handle(hx), k, dim, largest, sorted, &values.h, &indices.h) !=
-        AOTI_TORCH_SUCCESS) {
-      throw ShimError(shimkit_shim_last_error());
-    }
-    HandleOwner dv;
-    dv.h = upload_result(values.h, x.device_index());
-    *ret1 = upload_result(indices.h, x.device_index());
-    *ret0 = dv.h;
-    dv.h = nullptr;
+    values_and_indices_on_host(
+        self, "topk", ret0, ret1, [&](AtenTensorHandle hx, HandleOwner* v, HandleOwner* i) {
+          return aoti_torch_cpu_topk(hx, k, dim, largest, sorted, &v->h, &i->h);
+        });
   });
 }
 
@@ -290,21 +300,10 @@ AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stabl
                                            int32_t descending, AtenTensorHandle* ret0,
                                            AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    check_out(ret0);
-    check_out(ret1);
-    const SlimTensor& x = as_tensor(self);
-    if (!cu::is_cuda(x)) throw ShimError("sort: tensor is not on a CUDA device");
-    SlimTensor hx = cu::host_mirror(x);
-    HandleOwner values, indices;
-    if (aoti_torch_cpu_sort_stable(borrow_handle(hx), stable, dim, descending, &values.h,
-                                   &indices.h) != AOTI_TORCH_SUCCESS) {
-      throw ShimError(shimkit_shim_last_error());
-    }
-    HandleOwner dv;
-    dv.h = upload_result(values.h, x.device_index());
-    *ret1 = upload_result(indices.h, x.device_index());
-    *ret0 = dv.h;
-    dv.h = nullptr;
+    values_and_indices_on_host(
+        self, "sort", ret0, ret1, [&](AtenTensorHandle hx, HandleOwner* v, HandleOwner* i) {
+          return aoti_torch_cpu_sort_stable(hx, stable, dim, descending, &v->h, &i->h);
+        });
   });
 }
 

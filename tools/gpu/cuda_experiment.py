@@ -145,57 +145,27 @@ def main() -> int:
         }
         for name, fut in futures.items():
             steps[name] = fut.result()
-    steps["slim"] = step(
-        "slim", [py, "step_slim.py", str(build), str(blobs), str(out / "slim.json")], out, env, 45
-    )
-    steps["breakdown"] = step(
-        "breakdown",
-        [py, "step_breakdown.py", str(build), str(blobs), str(out / "breakdown.json")],
-        out,
-        env,
-        90,
-    )
+
+    def gpu_step(
+        name: str, script: str, flags: list[str], limit: int, extra_env: dict[str, str]
+    ) -> None:
+        """One step script on the built libraries and blobs, its JSON in OUT_DIR/<name>.json."""
+        argv = [py, script, str(build), str(blobs), str(out / f"{name}.json"), *flags]
+        steps[name] = step(name, argv, out, dict(env, **extra_env), limit)
+
+    gpu_step("slim", "step_slim.py", [], 45, {})
+    gpu_step("breakdown", "step_breakdown.py", [], 90, {})
     # With CUDA-graph replay: correctness of capture and replay, then latency.
-    steps["slim_graphs"] = step(
-        "slim_graphs",
-        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_graphs.json"), "--graphs",
-         "--no-controls"],
-        out,
-        env,
-        60,
-    )  # fmt: skip
-    # Once more without cuDNN and cuBLASLt (host convolution, legacy cuBLAS), for comparison.
-    steps["slim_legacy"] = step(
-        "slim_legacy",
-        [py, "step_slim.py", str(build), str(blobs), str(out / "slim_legacy.json"),
-         "--bench-only"],
-        out,
-        dict(env, SHIMKIT_CUDNN="0", SHIMKIT_CUBLASLT="0"),
-        45,
+    gpu_step("slim_graphs", "step_slim.py", ["--graphs", "--no-controls"], 60, {})
+    # Without cuDNN and cuBLASLt (host convolution, legacy cuBLAS), for comparison.
+    gpu_step(
+        "slim_legacy", "step_slim.py", ["--bench-only"], 45,
+        {"SHIMKIT_CUDNN": "0", "SHIMKIT_CUBLASLT": "0"},
     )  # fmt: skip
     if "--no-nocache" not in sys.argv:
-        env_nocache = dict(env, SHIMKIT_CUDA_CACHING="0")
-        steps["slim_nocache"] = step(
-            "slim_nocache",
-            [
-                py,
-                "step_slim.py",
-                str(build),
-                str(blobs),
-                str(out / "slim_nocache.json"),
-                "--bench-only",
-            ],
-            out,
-            env_nocache,
-            40,
-        )
-    steps["probe"] = step(
-        "probe",
-        [py, "step_probe.py", str(build), str(blobs), str(out / "probe.json")],
-        out,
-        env,
-        70,
-    )
+        no_cache = {"SHIMKIT_CUDA_CACHING": "0"}
+        gpu_step("slim_nocache", "step_slim.py", ["--bench-only"], 40, no_cache)
+    gpu_step("probe", "step_probe.py", [], 70, {})
     for mode in ("forward", "default"):
         steps[f"torch_runner_{mode}"] = step(
             f"torch_runner_{mode}",
