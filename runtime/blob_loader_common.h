@@ -152,14 +152,18 @@ inline int check_import(const std::string& name, const std::string& bare, bool p
   return SHIMKIT_OK;
 }
 
-// Writes the blob to `file`, dlopens it RTLD_LOCAL into *dl (set even when an
-// entry then fails to resolve, so the caller's owner closes it) and resolves
-// the required entries.
-inline int open_blob(const void* bytes, size_t size, TempBlobFile* file, void** dl,
-                     BlobEntries* entries, std::string* error) {
-  if (!file->write(bytes, size, error)) return SHIMKIT_E_IO;
+// Writes the blob to a private temp file, dlopens it RTLD_LOCAL into *dl (set
+// even when an entry then fails to resolve, so the caller's owner closes it),
+// unlinks the file and resolves the required entries.
+inline int open_blob(const void* bytes, size_t size, void** dl, BlobEntries* entries,
+                     std::string* error) {
+  TempBlobFile file;
+  if (!file.write(bytes, size, error)) return SHIMKIT_E_IO;
   dlerror();
-  *dl = dlopen(file->path().c_str(), RTLD_NOW | RTLD_LOCAL);
+  *dl = dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Mapped (or refused): the name is no longer needed. The window in which a
+  // kill leaves the file behind is the dlopen itself.
+  file.unlink_now();
   if (*dl == nullptr) {
     const char* e = dlerror();
     *error = std::string("blob: dlopen failed: ") + (e ? e : "?");

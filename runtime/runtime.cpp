@@ -13,7 +13,6 @@
 
 #include "runtime/blob_loader_common.h"
 #include "runtime/shimkit_runtime.h"
-#include "runtime/temp_blob_file.h"
 #include "shims/aoti_shim_abi.h"
 
 namespace {
@@ -80,7 +79,6 @@ int check_blob(const void* bytes, size_t size) {
 }  // namespace
 
 struct shimkit_model {
-  shimkit::TempBlobFile file;
   void* dl = nullptr;
   ContainerHandle container = nullptr;
   CreateWithDeviceFn create = nullptr;
@@ -107,7 +105,6 @@ struct shimkit_model {
     release_outputs();
     if (container != nullptr && destroy != nullptr) destroy(container);
     if (dl != nullptr) dlclose(dl);
-    // `file` removes the temp file.
   }
 };
 
@@ -121,8 +118,7 @@ int load(const void* bytes, size_t size, shimkit_model** out) {
   auto model = std::make_unique<shimkit_model>();
   std::string error;
   shimkit::loader::BlobEntries entries;
-  const int opened =
-      shimkit::loader::open_blob(bytes, size, &model->file, &model->dl, &entries, &error);
+  const int opened = shimkit::loader::open_blob(bytes, size, &model->dl, &entries, &error);
   // Keep what resolved (the destructor deletes a container through `destroy`).
   model->create = entries.create;
   model->destroy = entries.destroy;
@@ -314,10 +310,6 @@ size_t shimkit_model_num_inputs(const shimkit_model* model) {
 
 size_t shimkit_model_num_outputs(const shimkit_model* model) {
   return model ? model->num_outputs : 0;
-}
-
-const char* shimkit_model_temp_path(const shimkit_model* model) {
-  return model ? model->file.path().c_str() : nullptr;
 }
 
 int shimkit_model_set_check_inputs(shimkit_model* model, int enabled) {

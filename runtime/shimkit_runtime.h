@@ -64,8 +64,6 @@ SHIMKIT_RUNTIME_API void shimkit_model_free(shimkit_model* model);
 
 SHIMKIT_RUNTIME_API size_t shimkit_model_num_inputs(const shimkit_model* model);
 SHIMKIT_RUNTIME_API size_t shimkit_model_num_outputs(const shimkit_model* model);
-/* The private temp file the blob was loaded from (exists while loaded). */
-SHIMKIT_RUNTIME_API const char* shimkit_model_temp_path(const shimkit_model* model);
 /* Load address of the blob (for reading its resolved GOT entries). */
 SHIMKIT_RUNTIME_API uintptr_t shimkit_model_load_base(const shimkit_model* model);
 /* Input name `index` if the blob exports GetInputName, else NULL. */

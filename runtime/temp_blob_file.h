@@ -1,6 +1,8 @@
-// A private temp file holding blob bytes: named from the pid and a
-// per-process atomic counter, created O_EXCL with mode 0600, removed when the
-// object dies (unload and every error path).
+// A private temp file holding blob bytes for dlopen: created O_EXCL with mode
+// 0600 under an unpredictable name ($TMPDIR/shimkit-blob-<random>.so, retried
+// on a name clash), and unlinked as soon as the blob is mapped (`unlink_now`
+// right after dlopen), so no crash or kill afterwards leaves a file behind.
+// The destructor unlinks it on every error path before that.
 #ifndef SHIMKIT_RUNTIME_TEMP_BLOB_FILE_H_
 #define SHIMKIT_RUNTIME_TEMP_BLOB_FILE_H_
 
@@ -14,12 +16,15 @@ class TempBlobFile {
   TempBlobFile() = default;
   TempBlobFile(const TempBlobFile&) = delete;
   TempBlobFile& operator=(const TempBlobFile&) = delete;
-  ~TempBlobFile() { remove(); }
+  ~TempBlobFile() { unlink_now(); }
 
-  // Writes `bytes`; false and *error on failure (nothing left behind).
+  // Writes `bytes` to a new file; false and *error on failure (nothing left
+  // behind).
   bool write(const void* bytes, size_t size, std::string* error);
+  // The file's path while it exists (empty after unlink_now).
   const std::string& path() const { return path_; }
-  void remove();
+  // Removes the name; a mapping of the file stays valid.
+  void unlink_now();
 
  private:
   std::string path_;

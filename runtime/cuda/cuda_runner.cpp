@@ -12,7 +12,6 @@
 
 #include "runtime/blob_loader_common.h"
 #include "runtime/cuda/shimkit_cuda_runtime.h"
-#include "runtime/temp_blob_file.h"
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 
 namespace {
@@ -100,7 +99,6 @@ int check_blob(const void* bytes, size_t size) {
 }  // namespace
 
 struct shimkit_cuda_model {
-  shimkit::TempBlobFile file;
   void* dl = nullptr;
   ContainerHandle container = nullptr;
   CreateWithDeviceFn create = nullptr;
@@ -176,8 +174,7 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
   model->device = device_index;
   std::string error;
   shimkit::loader::BlobEntries entries;
-  const int opened =
-      shimkit::loader::open_blob(bytes, size, &model->file, &model->dl, &entries, &error);
+  const int opened = shimkit::loader::open_blob(bytes, size, &model->dl, &entries, &error);
   model->create = entries.create;
   model->destroy = entries.destroy;
   model->run = entries.run;

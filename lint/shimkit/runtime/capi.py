@@ -73,8 +73,6 @@ class RuntimeLib:
         lib.shimkit_model_num_inputs.restype = sz
         lib.shimkit_model_num_outputs.argtypes = [p]
         lib.shimkit_model_num_outputs.restype = sz
-        lib.shimkit_model_temp_path.argtypes = [p]
-        lib.shimkit_model_temp_path.restype = ctypes.c_char_p
         lib.shimkit_model_set_check_inputs.argtypes = [p, i]
         lib.shimkit_model_set_check_inputs.restype = i
         lib.shimkit_model_load_base.argtypes = [p]

@@ -154,13 +154,6 @@ class Model:
         return f"{src.path}:{src.member}" if src.member else str(src.path)
 
     @property
-    def temp_path(self) -> Path | None:
-        """The private temp file the blob runs from (None once closed)."""
-        if self._handle is None:
-            return None
-        return Path(self._rt.lib.shimkit_model_temp_path(self._handle).decode())
-
-    @property
     def input_names(self) -> list[str | None]:
         names: list[str | None] = []
         for i in range(self.num_inputs):
