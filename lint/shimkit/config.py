@@ -36,9 +36,7 @@ class ShimConfig:
 
     def is_prefixed_family(self, name: str) -> bool:
         """True if `name` is a prefixed shim-family name (e.g. <prefix>aoti_torch_x)."""
-        return name.startswith(self.prefix) and name[len(self.prefix) :].startswith(
-            self.families
-        )
+        return name.startswith(self.prefix) and name[len(self.prefix) :].startswith(self.families)
 
     def prefixed(self, name: str) -> str:
         """The private name for a shim-family `name`."""

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import mmap
 import os
-import tempfile
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
 
 from shimkit.errors import ShimkitError
+from shimkit.fileio import write_atomically
+from shimkit.inputs.filedata import FileChanged, read_file_data
 
 CACHE_ENV = "SHIMKIT_CACHE_DIR"
 CACHE_VERSION = "reference-v1"
@@ -79,6 +82,8 @@ def fingerprint(path: Path) -> str:
             tail = handle.read(_EDGE)
     except OSError as exc:
         raise ShimkitError(f"{path}: cannot read reference library: {exc.strerror}") from None
+    except FileChanged as exc:
+        raise ShimkitError(f"{path}: reference library {exc}") from None
     digest = hashlib.blake2b(digest_size=20)
     digest.update(f"{stat.st_size}:{stat.st_mtime_ns}:".encode())
     digest.update(head)
@@ -149,8 +154,13 @@ def _read_exports(path: Path) -> list[str]:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 raise ShimkitError(f"{path}: reference library is empty")
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            data = read_file_data(handle, size, handle.read(8))
+            try:
                 image = read_elf(data, str(path))
+            finally:
+                if isinstance(data, mmap.mmap):
+                    with suppress(BufferError):  # a view still refers to it: the GC frees it
+                        data.close()
     except ElfFormatError as exc:
         raise ShimkitError(f"{path}: not a usable reference library: {exc.message}") from None
     except OSError as exc:
@@ -169,13 +179,12 @@ def _load_cached(entry: Path) -> np.ndarray | None:
 
 
 def _store(entry: Path, table: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, table, allow_pickle=False)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".npy")
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, table, allow_pickle=False)
-        os.replace(tmp, entry)
-    except OSError:
+        write_atomically(entry, buffer.getvalue())
+    except (OSError, ShimkitError):
         return  # an unwritable cache only costs speed
 
 

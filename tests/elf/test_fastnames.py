@@ -241,18 +241,44 @@ def test_fallback_without_a_compiler(
     assert "earlier build failed" in (fastnames.load_error() or "")
 
 
-def test_fallback_when_the_cached_helper_is_broken(
+def test_a_damaged_cached_helper_is_rebuilt_not_loaded(
     fresh_helper: Path, elf_fixtures: dict[str, Path]
 ) -> None:
     target = Path(fastnames.build_dir()) / (MODULE + fastnames._suffix())
     target.parent.mkdir(parents=True)
-    target.write_bytes(b"\x7fELF not really")
+    target.write_bytes(b"\x7fELF not really")  # no build record: not ours
     path = elf_fixtures["blob_unprefixed.so"]
     image = read_elf_names(path.read_bytes(), str(path))
-    assert fastnames.load_error() is not None
-    assert image.packed("imports") is None
+    assert fastnames.load_error() is None
+    assert image.packed("imports") is not None  # the rebuilt helper answered
+    assert target.stat().st_size > 1000
     with python_only():
         assert image == read_elf_names(path.read_bytes(), str(path))
+
+
+def test_a_truncated_cached_helper_never_kills_the_process(
+    fresh_helper: Path, elf_fixtures: dict[str, Path]
+) -> None:
+    """Loading a truncated shared object dies with SIGBUS; the checksum catches it first.
+    Negative control: the same truncated file without its checksum check is fatal."""
+    target = Path(fastnames.build())
+    good = target.read_bytes()
+    target.write_bytes(good[: len(good) // 2])
+    path = elf_fixtures["blob_unprefixed.so"]
+    probe = (
+        "import sys; from shimkit.elf import fastnames, read_elf_names; "
+        f"d = open({str(path)!r}, 'rb').read(); n = read_elf_names(d, 'x'); "
+        "print(fastnames.load_error(), n.packed('imports') is not None)"
+    )
+    env = {**os.environ, "SHIMKIT_CACHE_DIR": str(fresh_helper)}
+    proc = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["None", "True"]
+    assert target.read_bytes() == good  # rebuilt whole
+    target.write_bytes(good[: len(good) // 2])
+    unchecked = f"from shimkit.elf import fastnames; fastnames._load({str(target)!r})"
+    proc = subprocess.run([sys.executable, "-c", unchecked], capture_output=True, text=True)
+    assert proc.returncode != 0  # SIGBUS or an import error: never a silent success
 
 
 def test_cli_without_a_compiler_gives_the_same_bytes(

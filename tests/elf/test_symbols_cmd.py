@@ -212,7 +212,7 @@ def test_symbols_start_up_imports(elf_fixtures: dict[str, Path]) -> None:
 
     assert fastnames.helper() is not None, fastnames.load_error()  # built: only loaded below
     blob = str(elf_fixtures["blob_prefixed.so"])
-    heavy = ["argparse", "json", "subprocess", "sysconfig", "contextlib", "hashlib", "typing"]
+    heavy = ["argparse", "json", "subprocess", "sysconfig"]
     probe = (
         "import sys, io\n"
         "from shimkit.cli import main\n"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
+
+from shimkit.fileio import write_atomically
 
 CACHE_ENV = "SHIMKIT_CACHE_DIR"
 
@@ -35,15 +36,7 @@ def write_if_changed(path: Path, text: str, mode: int = 0o644) -> Path:
     try:
         if path.read_text(encoding="utf-8") == text:
             return path
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, mode=mode)
     return path

@@ -25,13 +25,13 @@ from shimkit.aot.blobinfo import (
     unexpected_exports,
 )
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
-from shimkit.aot.outputs import check_output, staged_output
 from shimkit.aot.progress import progress
 from shimkit.aot.pt2 import read_blobs
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
 from shimkit.aot.wrapper import make_compiler_wrapper
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
+from shimkit.fileio import check_output, staged_output
 from shimkit.header import find_torch, render_rename_header, shim_names
 
 

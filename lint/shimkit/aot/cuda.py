@@ -22,10 +22,10 @@ from shimkit.aot.compile import (
     package_blobs,
     prepare_output,
 )
-from shimkit.aot.outputs import staged_output
 from shimkit.aot.torchenv import require_torch
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
+from shimkit.fileio import staged_output
 from shimkit.header import find_torch, shim_names
 
 EMBED_OPTION = "aot_inductor.embed_kernel_binary"

@@ -12,12 +12,12 @@ import os
 import platform
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from shimkit.aot.cache import content_dir, write_if_changed
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
+from shimkit.fileio import staged_output
 from shimkit.header.render import render
 
 FORWARD_TEMPLATE = "aoti_shim_forward.c.j2"
@@ -52,18 +52,17 @@ def build_forwarding_library(
         return target
     directory.mkdir(parents=True, exist_ok=True)
     source_path = write_if_changed(directory / "shimkit_forward.c", source)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
-    os.close(fd)
-    argv = [
-        compiler, "-shared", "-fPIC", "-O1", "-std=gnu11", "-Wl,-z,noexecstack",
-        str(source_path), "-o", tmp, "-ldl",
-    ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    if proc.returncode != 0:
-        Path(tmp).unlink(missing_ok=True)
-        first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
-        raise ShimkitError(f"{source_path}: gcc failed to build the forwarding library: {first}")
-    os.replace(tmp, target)
+    with staged_output(target) as temp:
+        argv = [
+            compiler, "-shared", "-fPIC", "-O1", "-std=gnu11", "-Wl,-z,noexecstack",
+            str(source_path), "-o", str(temp), "-ldl",
+        ]  # fmt: skip
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            first = (proc.stderr.strip().splitlines() or ["(no output)"])[0]
+            raise ShimkitError(
+                f"{source_path}: gcc failed to build the forwarding library: {first}"
+            )
     return target
 
 

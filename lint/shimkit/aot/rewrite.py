@@ -24,10 +24,10 @@ from shimkit.aot.blobinfo import (
     verify_prefixed_blob,
 )
 from shimkit.aot.elfpatch import PatchError, patch_blob
-from shimkit.aot.outputs import check_output, staged_output
 from shimkit.aot.pt2 import is_zip, rewrite_blobs
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
+from shimkit.fileio import check_output, staged_output
 
 
 @dataclass

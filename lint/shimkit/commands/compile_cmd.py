@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     # torch is imported only here, so `shimkit --help` stays fast without it.
     from shimkit.aot.compile import compile_exported, export_program
     from shimkit.aot.modelfile import EXPORTED_SUFFIXES, load_exported_program, load_model_file
-    from shimkit.aot.outputs import check_output
     from shimkit.aot.torchenv import require_torch
+    from shimkit.fileio import check_output
 
     config = load_config(args.config)
     source = Path(args.model)

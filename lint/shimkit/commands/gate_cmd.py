@@ -15,6 +15,7 @@ from shimkit.commands.lint_cmd import add_lint_options, lint_options, write_repo
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.exitcodes import EXIT_BASELINE_DRIFT, EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
+from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import (
     ArtifactDrift,
     ArtifactState,
@@ -214,10 +215,7 @@ def run(args: argparse.Namespace) -> int:
         if outcome.code & EXIT_ERROR:
             outcome.errors.append(f"{baseline}: not written: fix the input errors first")
         else:
-            try:
-                baseline.write_text(dump_baseline(current, config), encoding="utf-8")
-            except OSError as exc:
-                raise ShimkitError(f"{baseline}: cannot write baseline: {exc.strerror}") from None
+            write_atomically(baseline, dump_baseline(current, config))
             outcome.updated = str(baseline)
     else:
         try:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from shimkit.config import load_config
 from shimkit.errors import ShimkitError
 from shimkit.exitcodes import EXIT_BASELINE_DRIFT
+from shimkit.fileio import write_atomically
 from shimkit.header import find_torch, render_rename_header, shim_names
 from shimkit.header.torchdir import torch_include_version
 
@@ -56,20 +55,6 @@ def default_output(args: argparse.Namespace) -> Path:
     return config.source.parent.parent / DEFAULT_OUTPUT
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file in the same dir and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(args)
     text = expected_header(args)
@@ -95,9 +80,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BASELINE_DRIFT
-    try:
-        write_atomically(output, text)
-    except OSError as exc:
-        raise ShimkitError(f"{output}: cannot write: {exc.strerror}") from None
+    write_atomically(output, text)
     print(f"wrote {output}", file=sys.stderr)
     return 0

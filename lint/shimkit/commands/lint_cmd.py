@@ -12,6 +12,7 @@ from shimkit.checks import LintResult
 from shimkit.checks.run import LintOptions, run_lint
 from shimkit.config import load_config
 from shimkit.errors import ShimkitError
+from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import relative_location
 from shimkit.gate.suppressions import apply_suppressions, load_suppressions
 from shimkit.report import FORMATS, render
@@ -109,10 +110,7 @@ def write_report(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ShimkitError(f"{output}: cannot write report: {exc.strerror}") from None
+    write_atomically(output, text)
 
 
 def run(args: argparse.Namespace) -> int:

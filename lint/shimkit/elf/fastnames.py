@@ -3,7 +3,8 @@
 `_fastnames.c` (next to this file) is compiled with gcc on first use into
 `$SHIMKIT_CACHE_DIR` (else `$XDG_CACHE_HOME/shimkit`, else `~/.cache/shimkit`),
 in a directory named by a hash of the source, the flags and the interpreter's
-ABI, under a file lock; later processes only load it. The pure-Python reader
+ABI, under a file lock; later processes load it after checking its size and
+SHA-256 against the record the build wrote (a damaged copy is rebuilt). The pure-Python reader
 (`shimkit.elf.names`) stays the reference: it is used whenever the helper is
 off (`SHIMKIT_FASTNAMES=0`), cannot be built (no compiler, no Python.h, a
 read-only cache; the reason is in `load_error()`, and a failed build is not
@@ -12,7 +13,7 @@ bounds, name offsets, names that are not ASCII). Tests check that both give
 the same answer.
 
 Start-up time matters here (`shimkit symbols` is measured against `nm` as a
-whole process): the load path imports only os, sys and zlib.
+whole process): the load path imports only os, sys, zlib and hashlib.
 """
 
 from __future__ import annotations
@@ -119,7 +120,32 @@ def _compile(directory: str, target: str) -> None:
             os.unlink(tmp)
         first = (proc.stderr.strip().splitlines() or ["?"])[0]
         raise OSError(f"{SOURCE}: does not compile: {first}")
+    with open(tmp, "rb") as handle:
+        built = handle.read()
+    with open(tmp + ".sum", "w", encoding="ascii") as handle:
+        handle.write(_checksum(built))
+    os.replace(tmp + ".sum", target + ".sum")
     os.replace(tmp, target)
+
+
+def _checksum(data: bytes) -> str:
+    import hashlib
+
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+
+
+def _intact(target: str) -> bool:
+    """True if `target` is the file its build recorded (size and SHA-256). A cached
+    helper that was truncated or replaced is never loaded: mapping a truncated
+    shared object kills the process with SIGBUS."""
+    try:
+        with open(target + ".sum", encoding="ascii") as handle:
+            recorded = handle.read()
+        with open(target, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return recorded == _checksum(data)
 
 
 def build() -> str:
@@ -128,7 +154,7 @@ def build() -> str:
     the build (not retried for this source) unless the directory is not writable."""
     directory = build_dir()
     target = os.path.join(directory, MODULE + _suffix())
-    if os.path.isfile(target):
+    if _intact(target):
         return target
     failed = os.path.join(directory, _FAILED)
     if os.path.isfile(failed):
@@ -140,7 +166,7 @@ def build() -> str:
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.isfile(target):  # built by another process while we waited
+        if _intact(target):  # built by another process while we waited
             return target
         try:
             _compile(directory, target)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from shimkit.elf.model import ElfFormatError, InputError
 from shimkit.inputs.ar import ArchiveError, iter_members
+from shimkit.inputs.filedata import FileChanged, read_file_data
 from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
 from shimkit.inputs.walk import FileEntry, _describe, expand
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
     Reader = Callable[[memoryview, str], T]
-_SMALL = 1 << 20  # files below this are read(); larger ones are mmap'd
 
 
 class _Scanner:  # generic in T (the reader's result) for type checkers
@@ -39,12 +39,12 @@ class _Scanner:  # generic in T (the reader's result) for type checkers
                 head = handle.read(8)
                 if not (entry.explicit or kind_of(head) or wants_embed_scan(path)):
                     return  # met while walking and not ELF, ar or zip: skip unread
-                if size < _SMALL:
-                    data = head + handle.read()
-                else:
-                    data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                data = read_file_data(handle, size, head)
         except OSError as exc:
             yield InputError(path, f"cannot read: {_describe(exc)}")
+            return
+        except FileChanged as exc:
+            yield InputError(path, str(exc))
             return
         try:
             yield from self.buffer(data, path, 0, entry.explicit, Budget(self.limits))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from shimkit.config import load_config
 from shimkit.errors import ShimkitError
+from shimkit.fileio import write_atomically
 
 LIB_DIR_ENV = "SHIMKIT_LIB_DIR"
 SHIMS_LIB = "libshimkit_shims.so"
@@ -120,7 +121,7 @@ def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
             )
             os.replace(shim_out, libs.shims)
             os.replace(runtime_out, libs.runtime)
-        stamp.write_text(key)
+        write_atomically(stamp, key)
     return libs
 
 

@@ -1,0 +1,322 @@
+"""Writing files the user keeps, so that no fault, race or kill loses or half-writes one.
+
+Every command that writes a file the user keeps goes through this module:
+
+- `write_atomically` writes a whole file: temp file in the target's directory, fsync, rename
+  over the target, fsync of the directory. A reader sees the old file or the new one, never
+  a truncated one; a kill at any moment leaves the old file intact. The target keeps its
+  mode, and a symlink is written through (its target is replaced, the link stays).
+- `staged_output` is the same for outputs written by someone else (AOTInductor, zipfile):
+  the block writes a temp path inside a private staging folder beside the target.
+- `private_tempdir` gives a run its own TMPDIR (e.g. for the compilers that `compile`
+  starts), removed on every exit path.
+
+Staging folders and temp files carry `STAGING_MARKER` and the owner's pid in their name.
+SIGKILL cannot be caught, so a killed run may leave one: directory walks and the gate skip
+such leftovers and say so, and the next staging beside the same target removes those whose
+owner is gone. `install_termination_handlers` turns SIGTERM and SIGHUP into an exception,
+so `finally` blocks (and the cleanup above) run on them as on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from shimkit.errors import ShimkitError
+
+STAGING_MARKER = ".shimkit-staging-"
+_LEFTOVER = re.compile(r"^\.(?P<name>.*)" + re.escape(STAGING_MARKER) + r"(?P<pid>\d+)-")
+
+
+class Terminated(Exception):
+    """SIGTERM or SIGHUP arrived (raised in the main thread by our handler)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+def install_termination_handlers() -> None:
+    """Make SIGTERM and SIGHUP raise `Terminated` where their default would kill us."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _raise_terminated)
+
+
+def _describe(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _unwritable(path: Path, exc: OSError) -> ShimkitError:
+    where = path.parent if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else path
+    hint = {
+        errno.EACCES: f"; make {where} writable or write elsewhere",
+        errno.EPERM: f"; make {where} writable or write elsewhere",
+        errno.EROFS: "; the file system is read-only: write elsewhere",
+        errno.ENOSPC: "; free some space and run again (the old file is intact)",
+        errno.ENOENT: f"; create {path.parent} first",
+        errno.ENOTDIR: f"; {path.parent} is not a directory",
+    }.get(exc.errno or 0, "")
+    return ShimkitError(f"{path}: cannot write: {_describe(exc)}{hint}")
+
+
+def _umask() -> int:
+    # Linux reports it without changing it (os.umask would, racing other threads).
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def write_target(path: Path) -> Path:
+    """Where writing `path` lands: a symlink (chain) is followed to its final target."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _mode_for(target: Path, mode: int | None) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return mode if mode is not None else 0o666 & ~_umask()
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # some file systems refuse; the rename itself is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}{STAGING_MARKER}{os.getpid()}-"
+
+
+def write_atomically(
+    path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None
+) -> Path:
+    """Replace `path` with `data` (str is written as UTF-8) all at once; returns the file written.
+
+    An existing file keeps its mode (else `mode`, else 0666 minus the umask); a symlink
+    is followed and its target replaced. On any error the old file is untouched and no
+    temp file is left; the error is a one-line ShimkitError naming `path`.
+    """
+    path = Path(path)
+    target = write_target(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    final_mode = _mode_for(target, mode)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), dir=target.parent)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fchmod(handle.fileno(), final_mode)
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
+    return target
+
+
+def check_output(path: Path, overwrite: bool) -> None:
+    """Refuse an existing output unless `overwrite`; refuse a directory always."""
+    if path.is_dir():
+        raise ShimkitError(f"{path}: output path is a directory")
+    if path.exists() and not overwrite:
+        raise ShimkitError(f"{path}: output exists; pass --force to replace it")
+    if not path.parent.is_dir():
+        raise ShimkitError(f"{path}: output directory {path.parent} does not exist")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def leftover_owner(name: str) -> int | None:
+    """The pid in a staging folder's or temp file's name, or None if `name` is not one."""
+    match = _LEFTOVER.match(name)
+    return int(match.group("pid")) if match else None
+
+
+def is_leftover(name: str) -> bool:
+    """True for a staging folder or temp file of ours (possibly a killed run's)."""
+    return _LEFTOVER.match(name) is not None
+
+
+def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
+    """Remove staging leftovers for `target_name` in `directory` whose owner is gone."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _LEFTOVER.match(entry.name)
+        if not match or match.group("name") != target_name:
+            continue
+        pid = int(match.group("pid"))
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+@contextmanager
+def staging_dir(beside: Path) -> Iterator[Path]:
+    """A private folder beside `beside` (same file system), removed on every exit path."""
+    sweep_leftovers(beside.parent, beside.name)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=_temp_prefix(beside), dir=beside.parent))
+    except OSError as exc:
+        raise _unwritable(beside, exc) from None
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def staged_output(path: Path) -> Iterator[Path]:
+    """Yield a temp path with the same file name, in a staging folder beside `path`.
+
+    When the block succeeds the temp file replaces `path` atomically, with the mode of
+    the file it replaces (a symlink is written through); on any failure, Ctrl-C or
+    SIGTERM included, nothing is left behind. The file name is kept because a .pt2's
+    root folder is named after it.
+    """
+    target = write_target(path)
+    final_mode = _mode_for(target, None)
+    with staging_dir(target) as staging:
+        temp = staging / target.name
+        yield temp
+        if not temp.is_file():
+            raise ShimkitError(f"{path}: nothing was written")
+        try:
+            os.chmod(temp, final_mode)
+            with open(temp, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(temp, target)
+        except OSError as exc:
+            raise _unwritable(path, exc) from None
+        _fsync_directory(target.parent)
+
+
+@contextmanager
+def private_tempdir(label: str) -> Iterator[Path]:
+    """A fresh TMPDIR for this process and its children while the block runs.
+
+    Compilers started inside (gcc's ccXXXX.s, Inductor's scratch files) write there;
+    it is removed on every exit path, Ctrl-C and SIGTERM included.
+    """
+    try:
+        directory = Path(tempfile.mkdtemp(prefix=f"shimkit-{label}-"))
+    except OSError as exc:
+        raise ShimkitError(
+            f"{tempfile.gettempdir()}: cannot create a temp directory: {_describe(exc)}; "
+            "set TMPDIR to a writable directory"
+        ) from None
+    saved_env = os.environ.get("TMPDIR")
+    saved_tempdir = tempfile.tempdir
+    os.environ["TMPDIR"] = str(directory)
+    tempfile.tempdir = str(directory)
+    try:
+        yield directory
+    except (KeyboardInterrupt, Terminated):
+        # Interrupted: the compilers we started must not outlive us or write on
+        # into the folder removed below. (Not on other errors: in a library
+        # caller's process, torch's compile workers are still wanted.)
+        stop_children()
+        raise
+    finally:
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        tempfile.tempdir = saved_tempdir
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _children_of(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def stop_children(grace: float = 2.0) -> None:
+    """SIGTERM every live descendant process of ours and wait up to `grace` s for them."""
+    pending = _children_of(os.getpid())
+    seen: set[int] = set()
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        pending.extend(_children_of(pid))
+        with suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for pid in seen:
+        while time.monotonic() < deadline:
+            try:  # reap our own children; others just have to disappear
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    break
+            except ChildProcessError:
+                if not os.path.exists(f"/proc/{pid}"):
+                    break
+            time.sleep(0.01)
