@@ -12,6 +12,7 @@ import sys
 from shimkit import __version__
 from shimkit.errors import ShimkitError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
+from shimkit.fileio import Terminated, install_termination_handlers
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
             return EXIT_USAGE if exc.code not in (0, None) else 0
         command = args._run
+    # SIGTERM/SIGHUP raise like Ctrl-C does, so every `finally` (staging folders, temp
+    # files, compiler children) runs before we exit.
+    install_termination_handlers()
     try:
         return int(command(args))
     except ShimkitError as exc:
@@ -104,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("shimkit: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Terminated as exc:
+        print(f"shimkit: terminated ({exc})", file=sys.stderr)
         return EXIT_ERROR
 
 

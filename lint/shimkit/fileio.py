@@ -160,7 +160,7 @@ def check_output(path: Path, overwrite: bool) -> None:
         raise ShimkitError(f"{path}: output directory {path.parent} does not exist")
 
 
-def _pid_alive(pid: int) -> bool:
+def owner_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -193,7 +193,7 @@ def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
         if not match or match.group("name") != target_name:
             continue
         pid = int(match.group("pid"))
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid() or owner_alive(pid):
             continue
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):

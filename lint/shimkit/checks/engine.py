@@ -11,6 +11,7 @@ from shimkit.checks.roles import role_of
 from shimkit.checks.rules import RULES, RULES_BY_ID
 from shimkit.elf.model import InputError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
+from shimkit.inputs.walk import SkippedInput
 
 if TYPE_CHECKING:
     from shimkit.elf import ElfImage
@@ -45,6 +46,7 @@ class LintResult:
     artifacts: list[ArtifactResult] = field(default_factory=list)
     problems: list[InputError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[SkippedInput] = field(default_factory=list)  # met while walking, not read
     suppressed: int = 0  # findings hidden by live suppressions
     expired: list[str] = field(default_factory=list)  # expired suppressions (exit bit 32)
 
@@ -63,7 +65,7 @@ class LintResult:
 
 
 def lint_set(
-    images: Iterable[ElfImage | InputError],
+    images: Iterable[ElfImage | InputError | SkippedInput],
     context: LintContext,
     extra_providers: Iterable[str] = (),
 ) -> LintResult:
@@ -79,6 +81,8 @@ def lint_set(
     for item in images:
         if isinstance(item, InputError):
             result.problems.append(item)
+        elif isinstance(item, SkippedInput):
+            result.skipped.append(item)
         else:
             loaded.append(item)
     config = context.config

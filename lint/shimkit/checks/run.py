@@ -14,6 +14,7 @@ from shimkit.checks.engine import LintResult, lint_set
 from shimkit.checks.model import LintContext
 from shimkit.config import ShimConfig
 from shimkit.elf.model import InputError
+from shimkit.inputs.walk import SkippedInput
 
 if TYPE_CHECKING:
     from shimkit.elf import ElfImage
@@ -42,7 +43,7 @@ class LintOptions:
 
 def iter_inputs(
     paths: Sequence[str], *, follow_symlinks: bool = True, progress: Progress | None = None
-) -> Iterator[ElfImage | InputError]:
+) -> Iterator[ElfImage | InputError | SkippedInput]:
     """Every ELF image under `paths` (files, directories, archives, containers)."""
     from shimkit.inputs import iter_images
 
@@ -74,7 +75,7 @@ def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
     for item in iter_inputs(options.providers, follow_symlinks=options.follow_symlinks):
         if isinstance(item, InputError):
             provider_errors.append(InputError(item.location, f"provider: {item.message}"))
-        else:
+        elif not isinstance(item, SkippedInput):
             provider_names.update(s.name for s in item.exports)
     images = iter_inputs(
         options.paths, follow_symlinks=options.follow_symlinks, progress=options.progress

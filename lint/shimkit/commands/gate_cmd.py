@@ -78,6 +78,7 @@ class GateOutcome:
         self.drifts: list[ArtifactDrift] = []
         self.artifacts = 0
         self.updated: str | None = None
+        self.skipped: list[str] = []  # "path: skipped: reason", not linted
 
 
 def _rel_findings(result: LintResult, root: Path) -> list[tuple[Finding, str]]:
@@ -98,6 +99,7 @@ def evaluate(
         if options.progress is not None:
             options.progress.close()
     outcome.artifacts = len(result.artifacts)
+    outcome.skipped = [f"{s.location}: skipped: {s.reason}" for s in result.skipped]
     outcome.errors = [str(p) for p in result.problems] + _empty_table_problems(result)
     if outcome.errors:
         outcome.code |= EXIT_ERROR
@@ -149,6 +151,7 @@ def render_text(outcome: GateOutcome, baseline: str) -> str:
         lines.append(f"error {error}")
     for suppression in outcome.expired:
         lines.append(f"error {suppression.describe()} has expired: fix the finding or renew it")
+    lines.extend(f"note {skipped}" for skipped in outcome.skipped)
     changed = [d for d in outcome.drifts if d.changed]
     if changed:
         lines.append(f"changes since {baseline}:")
@@ -173,6 +176,7 @@ def render_json(outcome: GateOutcome, baseline: str) -> str:
         "artifacts": outcome.artifacts,
         "updated": outcome.updated is not None,
         "errors": outcome.errors,
+        "skipped": outcome.skipped,
         "suppressed": outcome.suppressed,
         "expired_suppressions": [
             {

@@ -22,7 +22,7 @@ from operator import eq, ne
 from shimkit.elf import ElfNames, InputError
 from shimkit.elf.fastnames import SortedNames
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from shimkit.inputs import iter_names
+from shimkit.inputs import SkippedInput, iter_names
 
 try:  # json's C string encoder without the json package (which imports its decoder too)
     from _json import encode_basestring_ascii as _quote
@@ -140,6 +140,8 @@ def collect(
     for item in iter_names(paths, follow_symlinks=follow_symlinks):
         if isinstance(item, InputError):
             errors.append({"path": item.location, "message": item.message})
+        elif isinstance(item, SkippedInput):
+            sys.stderr.write(f"shimkit symbols: note: {item.location}: skipped: {item.reason}\n")
         else:
             artifacts.append(artifact_record(item))
     return artifacts, errors

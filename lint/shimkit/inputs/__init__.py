@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterator, Sequence
 from shimkit.elf import ElfNames, InputError, read_elf_names
 from shimkit.inputs.limits import DEFAULT_LIMITS, Limits
 from shimkit.inputs.sources import scan
+from shimkit.inputs.walk import SkippedInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
     from shimkit.elf.image import ElfImage
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "iter_images", "iter_names"]
+__all__ = ["DEFAULT_LIMITS", "Limits", "SkippedInput", "iter_images", "iter_names"]
 
 
 def iter_images(
@@ -29,7 +30,7 @@ def iter_images(
     progress: Callable[[int, int], None] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     name_prefixes: Sequence[str] | None = None,
-) -> Iterator[ElfImage | InputError]:
+) -> Iterator[ElfImage | InputError | SkippedInput]:
     """Every ELF image under `paths`, or an InputError per input that cannot be read.
 
     Non-ELF files given explicitly are errors; met while walking a directory
@@ -51,7 +52,7 @@ def iter_names(
     follow_symlinks: bool = True,
     progress: Callable[[int, int], None] | None = None,
     limits: Limits = DEFAULT_LIMITS,
-) -> Iterator[ElfNames | InputError]:
+) -> Iterator[ElfNames | InputError | SkippedInput]:
     """Like iter_images, but names only (read_elf_names): the fast path of `shimkit symbols`."""
     return scan(
         paths, read_elf_names, follow_symlinks=follow_symlinks, progress=progress, limits=limits

@@ -11,7 +11,7 @@ from shimkit.inputs.ar import ArchiveError, iter_members
 from shimkit.inputs.filedata import FileChanged, read_file_data
 from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
-from shimkit.inputs.walk import FileEntry, _describe, expand
+from shimkit.inputs.walk import FileEntry, SkippedInput, _describe, expand
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -139,12 +139,14 @@ def scan(
     follow_symlinks: bool = True,
     progress: Callable[[int, int], None] | None = None,
     limits: Limits = DEFAULT_LIMITS,
-) -> Iterator[T | InputError]:
+) -> Iterator[T | InputError | SkippedInput]:
+    """Every image under `paths` read with `reader`, an InputError per input that cannot
+    be read, and a SkippedInput per thing deliberately not read (see inputs.walk)."""
     scanner = _Scanner(reader, limits)
     entries = list(expand(paths, follow_symlinks=follow_symlinks))
     total = len(entries)
     for done, entry in enumerate(entries, start=1):
-        if isinstance(entry, InputError):
+        if isinstance(entry, (InputError, SkippedInput)):
             yield entry
         else:
             yield from scanner.file(entry)

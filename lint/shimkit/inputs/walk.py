@@ -8,6 +8,7 @@ import stat
 from collections.abc import Iterator, Sequence
 
 from shimkit.elf.model import InputError
+from shimkit.fileio import leftover_owner, owner_alive
 
 
 class FileEntry:
@@ -31,6 +32,20 @@ class FileEntry:
         return f"FileEntry(path={self.path!r}, explicit={self.explicit!r})"
 
 
+class SkippedInput:
+    """Something met while walking that is deliberately not read, and why (a note, not an
+    error): staging folders and temp files of a shimkit run that was killed."""
+
+    __slots__ = ("location", "reason")
+
+    def __init__(self, location: str, reason: str) -> None:
+        self.location = location
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"SkippedInput(location={self.location!r}, reason={self.reason!r})"
+
+
 def _describe(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
         return "symlink loop"
@@ -41,15 +56,24 @@ def _describe(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def _leftover_reason(owner: int) -> str:
+    state = "still running" if owner_alive(owner) else "killed or crashed"
+    return (
+        f"staging left by shimkit process {owner} ({state}), not linted; "
+        "it is removed by the next write to the same file, or remove it by hand"
+    )
+
+
 def expand(
     paths: Sequence[str | os.PathLike[str]], *, follow_symlinks: bool = True
-) -> Iterator[FileEntry | InputError]:
+) -> Iterator[FileEntry | InputError | SkippedInput]:
     """Files to read, each once (by device and inode), in a deterministic order.
 
     Directories are walked recursively in sorted order; a directory reached a
     second time (a symlink cycle, or two arguments overlapping) is not walked
     again. Special files (FIFOs, devices, sockets) met while walking are
-    skipped; named explicitly they are an error.
+    skipped; named explicitly they are an error. A shimkit staging folder or temp
+    file met while walking (left by a killed run) is skipped with a SkippedInput.
     """
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
@@ -77,7 +101,7 @@ def _walk(
     seen_files: set[tuple[int, int]],
     seen_dirs: set[tuple[int, int]],
     follow: bool,
-) -> Iterator[FileEntry | InputError]:
+) -> Iterator[FileEntry | InputError | SkippedInput]:
     from pathlib import Path  # only when walking: start-up time of `shimkit symbols lib.so`
 
     stack: list[tuple[str, os.stat_result]] = [(root, root_st)]
@@ -96,6 +120,10 @@ def _walk(
         subdirs: list[tuple[str, os.stat_result]] = []
         for entry in entries:
             path = str(Path(directory) / entry.name)
+            owner = leftover_owner(entry.name)
+            if owner is not None:
+                yield SkippedInput(path, _leftover_reason(owner))
+                continue
             try:
                 is_link = entry.is_symlink()
                 if is_link and not follow:

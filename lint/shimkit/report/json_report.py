@@ -53,6 +53,7 @@ def lint_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
         ],
         "input_errors": [{"location": p.location, "message": p.message} for p in result.problems],
         "notes": list(result.notes),
+        "skipped": [{"location": s.location, "reason": s.reason} for s in result.skipped],
         "suppressed": result.suppressed,
         "expired_suppressions": list(result.expired),
     }

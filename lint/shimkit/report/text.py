@@ -86,6 +86,9 @@ def render_text(
             lines.append(f"  {paint('error', _COLORS[Severity.ERROR])} {problem}")
     for expired in result.expired:
         lines.append(f"{paint('error', _COLORS[Severity.ERROR])} {expired}")
+    for skipped in result.skipped:
+        note = paint("note", _COLORS[Severity.NOTE])
+        lines.append(f"{note} {skipped.location}: skipped: {skipped.reason}")
     if quiet and not lines:
         return ""
     lines.append(_summary(result, config))
