@@ -37,8 +37,9 @@ STAGING_MARKER = ".shimkit-staging-"
 _LEFTOVER = re.compile(r"^\.(?P<name>.*)" + re.escape(STAGING_MARKER) + r"(?P<pid>\d+)-")
 
 
-class Terminated(Exception):
-    """SIGTERM or SIGHUP arrived (raised in the main thread by our handler)."""
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (raised in the main thread by our handler). A
+    BaseException, like KeyboardInterrupt, so `except Exception` does not swallow it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -219,16 +220,16 @@ def staging_dir(beside: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def staged_output(path: Path) -> Iterator[Path]:
+def staged_output(path: Path, *, mode: int | None = None) -> Iterator[Path]:
     """Yield a temp path with the same file name, in a staging folder beside `path`.
 
     When the block succeeds the temp file replaces `path` atomically, with the mode of
-    the file it replaces (a symlink is written through); on any failure, Ctrl-C or
-    SIGTERM included, nothing is left behind. The file name is kept because a .pt2's
-    root folder is named after it.
+    the file it replaces (else `mode`, else 0666 minus the umask; a symlink is written
+    through); on any failure, Ctrl-C or SIGTERM included, nothing is left behind. The
+    file name is kept because a .pt2's root folder is named after it.
     """
     target = write_target(path)
-    final_mode = _mode_for(target, None)
+    final_mode = _mode_for(target, mode)
     with staging_dir(target) as staging:
         temp = staging / target.name
         yield temp
@@ -246,11 +247,13 @@ def staged_output(path: Path) -> Iterator[Path]:
 
 @contextmanager
 def private_tempdir(label: str) -> Iterator[Path]:
-    """A fresh TMPDIR for this process and its children while the block runs.
+    """A fresh TMPDIR for the child processes started while the block runs.
 
-    Compilers started inside (gcc's ccXXXX.s, Inductor's scratch files) write there;
-    it is removed on every exit path, Ctrl-C and SIGTERM included.
+    Compilers started inside (gcc's ccXXXX.s) write their scratch files there; it is
+    removed on every exit path, Ctrl-C and SIGTERM included. Python's own temp dir is
+    left alone (pinned first): torch keeps its compile cache under it.
     """
+    tempfile.gettempdir()  # computed and cached now, from the unchanged environment
     try:
         directory = Path(tempfile.mkdtemp(prefix=f"shimkit-{label}-"))
     except OSError as exc:
@@ -259,9 +262,7 @@ def private_tempdir(label: str) -> Iterator[Path]:
             "set TMPDIR to a writable directory"
         ) from None
     saved_env = os.environ.get("TMPDIR")
-    saved_tempdir = tempfile.tempdir
     os.environ["TMPDIR"] = str(directory)
-    tempfile.tempdir = str(directory)
     try:
         yield directory
     except (KeyboardInterrupt, Terminated):
@@ -275,7 +276,6 @@ def private_tempdir(label: str) -> Iterator[Path]:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved_env
-        tempfile.tempdir = saved_tempdir
         shutil.rmtree(directory, ignore_errors=True)
 
 

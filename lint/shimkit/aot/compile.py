@@ -31,7 +31,7 @@ from shimkit.aot.torchenv import has_native_prefix_option, require_torch
 from shimkit.aot.wrapper import make_compiler_wrapper
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
-from shimkit.fileio import check_output, staged_output
+from shimkit.fileio import check_output, private_tempdir, staged_output
 from shimkit.header import find_torch, render_rename_header, shim_names
 
 
@@ -94,17 +94,22 @@ def package_blobs(
     location: Path,
     show_progress: bool = False,
 ) -> dict[str, BlobInfo]:
-    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`."""
+    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`.
+
+    The compilers it starts get a private TMPDIR: on Ctrl-C or SIGTERM they are stopped
+    and their scratch files (gcc's ccXXXX.s, ...) go with that folder.
+    """
     try:
-        if show_progress:
-            with progress(f"compiling {label} with AOTInductor"):
+        with private_tempdir("compile"):
+            if show_progress:
+                with progress(f"compiling {label} with AOTInductor"):
+                    torch._inductor.aoti_compile_and_package(
+                        exported, package_path=str(temp), inductor_configs=options
+                    )
+            else:
                 torch._inductor.aoti_compile_and_package(
                     exported, package_path=str(temp), inductor_configs=options
                 )
-        else:
-            torch._inductor.aoti_compile_and_package(
-                exported, package_path=str(temp), inductor_configs=options
-            )
     except ShimkitError:
         raise
     except Exception as exc:

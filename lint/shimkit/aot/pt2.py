@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shimkit.errors import ShimkitError
+from shimkit.inputs.zipc import ZipMemberError, read_member
 
 BLOB_DIR = "/data/aotinductor/"
 
@@ -34,7 +35,9 @@ def read_blobs(path: Path) -> dict[str, bytes]:
             members = blob_members(archive)
             if not members:
                 raise ShimkitError(f"{path}: a zip but no data/aotinductor/*.so blob inside")
-            return {name: archive.read(name) for name in members}
+            return {name: read_member(archive, archive.getinfo(name)) for name in members}
+    except ZipMemberError as exc:
+        raise ShimkitError(f"{path}!{exc.member}: {exc.message}") from None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
 
@@ -47,9 +50,11 @@ def rewrite_blobs(source: Path, target: Path, transform: Callable[[str, bytes], 
             if not members:
                 raise ShimkitError(f"{source}: a zip but no data/aotinductor/*.so blob inside")
             for info in src.infolist():
-                data = src.read(info.filename)
+                data = read_member(src, info)
                 if info.filename in members:
                     data = transform(info.filename, data)
                 dst.writestr(info, data, compress_type=info.compress_type)
+    except ZipMemberError as exc:
+        raise ShimkitError(f"{source}!{exc.member}: {exc.message}") from None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ShimkitError(f"{source}: not a readable .pt2 zip: {exc}") from None

@@ -218,7 +218,6 @@ def rewrite_blob_file(
     if magic != ELF_MAGIC:
         raise ShimkitError(f"{source}: neither an ELF shared object nor a .pt2 zip")
     rewritten, record = rewrite_blob_bytes(source.read_bytes(), str(source), config, names, engine)
-    with staged_output(output) as temp:
+    with staged_output(output, mode=source.stat().st_mode & 0o7777) as temp:
         temp.write_bytes(rewritten)
-        temp.chmod(source.stat().st_mode & 0o777)
     return [record]

@@ -114,8 +114,10 @@ def evaluate(
     return outcome, snapshot(result.artifacts, kept, config, root)
 
 
-def _compare(outcome: GateOutcome, current: dict[str, ArtifactState], baseline: Path) -> None:
-    previous = load_baseline(baseline)
+def _compare(
+    outcome: GateOutcome, current: dict[str, ArtifactState], baseline: Path, config: ShimConfig
+) -> None:
+    previous = load_baseline(baseline, config)
     outcome.drifts = diff(previous, current)
     for drift in outcome.drifts:
         if drift.fails:
@@ -223,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
             outcome.updated = str(baseline)
     else:
         try:
-            _compare(outcome, current, baseline)
+            _compare(outcome, current, baseline, config)
         except ShimkitError as exc:
             outcome.errors.append(str(exc))
             outcome.code |= EXIT_ERROR

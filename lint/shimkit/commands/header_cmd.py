@@ -65,6 +65,13 @@ def run(args: argparse.Namespace) -> int:
             current = ""
         except OSError as exc:
             raise ShimkitError(f"{output}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            print(
+                f"shimkit: {output} is not UTF-8 text, so not the generated header; "
+                f"regenerate it with `shimkit header --output {output}`",
+                file=sys.stderr,
+            )
+            return EXIT_BASELINE_DRIFT
         if current == text:
             return 0
         diff = difflib.unified_diff(

@@ -101,3 +101,15 @@ def guarded(location: str, fn: Callable[[], T]) -> T:
 def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] if text else type(exc).__name__
+
+
+def out_of_bounds_message(kind: str, extents: list[tuple[int, int, int]], size: int) -> str | None:
+    """The error for the first `(index, offset, length)` extent that ends past `size`
+    (computed exactly: a 64-bit offset + size that wraps is past the end too), or None."""
+    for index, offset, length in extents:
+        if offset + length > size:
+            return (
+                f"truncated or bad offsets: {kind} [{index}] (offset 0x{offset:x}, size "
+                f"0x{length:x}) ends past the end of the file (0x{size:x} bytes)"
+            )
+    return None

@@ -34,6 +34,7 @@ from shimkit.elf.elfdefs import (  # noqa: F401 (re-exported: the names other mo
     SHT_SYMTAB,
     HeaderError,
     machine_name,
+    out_of_bounds_message,
 )
 
 _EHDR = {1: "HHIIIIIHHHHHH", 2: "HHIQQQIHHHHHH"}
@@ -182,11 +183,14 @@ def parse_layout(data: bytes | memoryview, *, strict_ident: bool = False) -> Elf
         if ends.size:
             last = int(ends.max())
             if overflow.any() or last > size:
-                bad = int(np.flatnonzero(present)[int(np.argmax(ends))])
-                raise HeaderError(
-                    f"truncated or bad offsets: section [{bad}] extends past end of file "
-                    f"({_hex(last)} > {_hex(size)})"
+                rows = np.flatnonzero(present).tolist()
+                extents = zip(
+                    rows,
+                    sections["sh_offset"][rows].tolist(),
+                    sections["sh_size"][rows].tolist(),
+                    strict=True,
                 )
+                raise HeaderError(str(out_of_bounds_message("section", list(extents), size)))
             extent = max(extent, last)
 
     ph_dtype = _phdr_dtype(elf_class, endian)
@@ -205,11 +209,13 @@ def parse_layout(data: bytes | memoryview, *, strict_ident: bool = False) -> Elf
         if ends.size:
             last = int(ends.max())
             if (ends < segments["p_offset"]).any() or last > size:
-                bad = int(np.argmax(ends))
-                raise HeaderError(
-                    f"truncated or bad offsets: segment [{bad}] extends past end of file "
-                    f"({_hex(last)} > {_hex(size)})"
+                extents = zip(
+                    range(segments.size),
+                    segments["p_offset"].tolist(),
+                    segments["p_filesz"].tolist(),
+                    strict=True,
                 )
+                raise HeaderError(str(out_of_bounds_message("segment", list(extents), size)))
             extent = max(extent, last)
 
     return ElfLayout(

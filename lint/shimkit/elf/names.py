@@ -47,6 +47,7 @@ from shimkit.elf.elfdefs import (
     e_type_name,
     guarded,
     machine_name,
+    out_of_bounds_message,
 )
 from shimkit.elf.fastnames import SortedNames, helper
 from shimkit.elf.model import ElfNames
@@ -169,11 +170,8 @@ def _layout(data: bytes | memoryview) -> _Layout:
             last = max(ends)
             overflow = any(e < sections[i].offset for e, i in zip(ends, present, strict=True))
             if overflow or last > size:
-                bad = present[_first_max(ends)]
-                raise HeaderError(
-                    f"truncated or bad offsets: section [{bad}] extends past end of file "
-                    f"({_hex(last)} > {_hex(size)})"
-                )
+                extents = [(i, sections[i].offset, sections[i].size) for i in present]
+                raise HeaderError(str(out_of_bounds_message("section", extents, size)))
 
     segments: list[_Segment] = []
     if e_phnum:
@@ -193,10 +191,8 @@ def _layout(data: bytes | memoryview) -> _Layout:
         ends = [(s.offset + s.filesz) & wrap for s in segments]
         last = max(ends)
         if any(e < s.offset for e, s in zip(ends, segments, strict=True)) or last > size:
-            raise HeaderError(
-                f"truncated or bad offsets: segment [{_first_max(ends)}] extends past end of "
-                f"file ({_hex(last)} > {_hex(size)})"
-            )
+            extents = [(i, s.offset, s.filesz) for i, s in enumerate(segments)]
+            raise HeaderError(str(out_of_bounds_message("segment", extents, size)))
     return _Layout((elf_class, ei_data == 1, e_type, e_machine, e_shstrndx), sections, segments)
 
 

@@ -109,8 +109,28 @@ def _str_list(value: object, where: str) -> list[str]:
     return value
 
 
-def load_baseline(path: Path) -> dict[str, ArtifactState]:
-    """Parse and validate a baseline file; every problem is one ShimkitError line."""
+def _no_constants(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(path: Path, text: str, what: str) -> object:
+    """Strict JSON (no NaN/Infinity), any malformation as one ShimkitError line."""
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise ShimkitError(f"{path}: {what} is not valid JSON: {exc}") from None
+    except ValueError as exc:
+        raise ShimkitError(f"{path}: {what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ShimkitError(f"{path}: {what} is nested too deeply to be one of ours") from None
+
+
+def load_baseline(path: Path, config: ShimConfig | None = None) -> dict[str, ArtifactState]:
+    """Parse and validate a baseline file; every problem is one ShimkitError line.
+
+    With `config`, a baseline written for another prefix is refused: its symbols would
+    all read as drift (or, worse, match by accident).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -119,12 +139,17 @@ def load_baseline(path: Path) -> dict[str, ArtifactState]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ShimkitError(f"{path}: cannot read baseline: {exc}") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ShimkitError(f"{path}: baseline is not valid JSON: {exc}") from None
+    document = parse_json(path, text, "baseline")
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         raise ShimkitError(f"{path}: not a {SCHEMA} baseline")
+    recorded = document.get("config")
+    prefix = recorded.get("prefix") if isinstance(recorded, dict) else None
+    if config is not None and prefix != config.prefix:
+        raise ShimkitError(
+            f"{path}: baseline was written for prefix {prefix!r}, but {config.source} says "
+            f"{config.prefix!r}; lint with the config the baseline was made with, or rewrite "
+            "it with `shimkit gate --update`"
+        )
     artifacts = document.get("artifacts")
     if not isinstance(artifacts, list):
         raise ShimkitError(f"{path}: 'artifacts' must be a list")
@@ -147,6 +172,8 @@ def load_baseline(path: Path) -> dict[str, ArtifactState]:
             ):
                 raise ShimkitError(f"{where}.violations: each needs string 'rule' and 'symbol'")
             state.violations.add((v["rule"], v["symbol"]))
+        if state.path in states:
+            raise ShimkitError(f"{where} repeats path {state.path!r}: each artifact appears once")
         states[state.path] = state
     return states
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ import tomllib
 
 from shimkit.checks import Finding, resolve_rule
 from shimkit.errors import ShimkitError
+from shimkit.gate.baseline import parse_json
 
 _REQUIRED = ("rule", "symbol", "owner", "reason", "expires")
 
@@ -53,15 +53,14 @@ class Suppression:
 
 def _parse(path: Path, text: str) -> list[object]:
     if path.suffix == ".json":
-        try:
-            document: object = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ShimkitError(f"{path}: not valid JSON: {exc}") from None
+        document: object = parse_json(path, text, "suppressions file")
     else:
         try:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ShimkitError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ShimkitError(f"{path}: suppressions file is nested too deeply") from None
     if isinstance(document, dict):
         entries = document.get("suppression", document.get("suppressions", []))
     else:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from shimkit.inputs.kinds import kind_of, wants_embed_scan
-from shimkit.inputs.limits import Budget
+from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
 
 _CHUNK = 1 << 20
 # A broken container (central directory, stream): the whole input is one error.
@@ -39,6 +39,54 @@ def _read_capped(handle: IO[bytes], name: str, declared: int, cap: int) -> bytes
     return b"".join(chunks)
 
 
+def check_member(info: zipfile.ZipInfo, limits: Limits) -> None:
+    """Refuse (ZipMemberError) a member that is encrypted, too large or inflates suspiciously
+    far, from its header alone: nothing is decompressed."""
+    name = info.filename
+    if info.flag_bits & 0x1:
+        raise ZipMemberError(name, "encrypted member: cannot be read; store it unencrypted")
+    if info.file_size > limits.max_member_bytes:
+        raise ZipMemberError(
+            name, f"uncompressed size {info.file_size} exceeds {limits.max_member_bytes}"
+        )
+    if info.file_size > limits.ratio_floor_bytes and info.file_size > limits.max_ratio * max(
+        info.compress_size, 1
+    ):
+        raise ZipMemberError(
+            name,
+            f"compression ratio {info.file_size // max(info.compress_size, 1)}:1 "
+            f"exceeds {limits.max_ratio}:1 (zip bomb?)",
+        )
+
+
+_MEMBER_ERRORS = (
+    zlib.error,
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
+
+
+def read_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits = DEFAULT_LIMITS
+) -> bytes:
+    """One member's bytes under `limits` (checked before and while inflating); every
+    problem is a ZipMemberError naming the member."""
+    check_member(info, limits)
+    try:
+        with archive.open(info) as handle:
+            return _read_capped(handle, info.filename, info.file_size, limits.max_member_bytes)
+    except ZipMemberError:
+        raise
+    except _MEMBER_ERRORS as exc:
+        raise ZipMemberError(info.filename, f"cannot read member: {_one_line(exc)}") from None
+
+
 def iter_zip_members(
     stream: IO[bytes], budget: Budget
 ) -> Iterator[tuple[str, bytes] | ZipMemberError]:
@@ -59,20 +107,7 @@ def iter_zip_members(
                 continue
             name = info.filename
             try:
-                if info.file_size > limits.max_member_bytes:
-                    raise ZipMemberError(
-                        name,
-                        f"uncompressed size {info.file_size} exceeds {limits.max_member_bytes}",
-                    )
-                if (
-                    info.file_size > limits.ratio_floor_bytes
-                    and info.file_size > limits.max_ratio * max(info.compress_size, 1)
-                ):
-                    raise ZipMemberError(
-                        name,
-                        f"compression ratio {info.file_size // max(info.compress_size, 1)}:1 "
-                        f"exceeds {limits.max_ratio}:1 (zip bomb?)",
-                    )
+                check_member(info, limits)
                 with archive.open(info) as handle:
                     head = handle.read(8)
                     if kind_of(head) is None and not wants_embed_scan(name):
@@ -88,17 +123,7 @@ def iter_zip_members(
                 yield name, head + rest
             except ZipMemberError as exc:
                 yield exc
-            except (
-                zlib.error,
-                lzma.LZMAError,
-                zipfile.BadZipFile,
-                zipfile.LargeZipFile,
-                OSError,
-                EOFError,
-                ValueError,
-                NotImplementedError,
-                RuntimeError,
-            ) as exc:
+            except _MEMBER_ERRORS as exc:
                 yield ZipMemberError(name, f"cannot read member: {_one_line(exc)}")
 
 

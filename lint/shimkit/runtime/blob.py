@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shimkit.errors import ShimkitError
+from shimkit.inputs.zipc import ZipMemberError, read_member
 
 _ELF_MAGIC = b"\x7fELF"
 _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
@@ -80,15 +81,20 @@ def _from_pt2(path: Path) -> BlobSource:
             found = ", ".join(blobs) or "none"
             raise ShimkitError(f"{path}: expected exactly one AOTInductor blob .so, found {found}")
         member = blobs[0]
-        data = archive.read(member)
         specs = None
         wrapper = [
             n
             for n in names
             if n.startswith(member.rsplit("/", 1)[0]) and n.endswith(".wrapper.cpp")
         ]
-        if len(wrapper) == 1:
-            specs = _input_specs(archive.read(wrapper[0]).decode("utf-8", "replace"))
+        try:
+            # The linter's container limits: a zip bomb is refused before it inflates.
+            data = read_member(archive, archive.getinfo(member))
+            if len(wrapper) == 1:
+                source = read_member(archive, archive.getinfo(wrapper[0]))
+                specs = _input_specs(source.decode("utf-8", "replace"))
+        except ZipMemberError as exc:
+            raise ShimkitError(f"{path}!{exc.member}: {exc.message}") from None
     return BlobSource(path=path, member=member, data=data, inputs=specs)
 
 

@@ -138,12 +138,17 @@ class Model:
     def _lint(self) -> None:
         """The shimkit linter, in process, before anything is loaded."""
         from shimkit.config import load_config
-        from shimkit.runtime.probe import lint_errors
+        from shimkit.runtime.probe import lint_errors, read_loadable_image
 
         provider = self._rt.provider_path()
         if provider is None:
             raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
-        errors = lint_errors(self.source.data, self._where(), load_config(), provider)
+        try:
+            image = read_loadable_image(self.source.data, self._where())
+        except ShimkitError as exc:
+            why = str(exc).removeprefix(f"{self._where()}: ")
+            raise ShimkitError(f"{self._where()}: rejected by the linter: {why}") from None
+        errors = lint_errors(image, load_config(), provider)
         if errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             first = errors[0].removeprefix(f"{self._where()}: ")

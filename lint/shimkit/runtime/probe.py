@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shimkit.config import ShimConfig, load_config
+from shimkit.elf.image import ElfImage
 from shimkit.errors import ShimkitError
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
@@ -72,16 +73,45 @@ def load_libtorch_global() -> str:
     return os.path.realpath(path)
 
 
-def lint_errors(data: bytes, location: str, config: ShimConfig, provider: Path) -> list[str]:
+def _host_machine() -> tuple[str, int]:
+    import platform
+
+    machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(platform.machine(), "")
+    return machine, 64 if sys.maxsize > 2**32 else 32
+
+
+def read_loadable_image(data: bytes, location: str) -> ElfImage:
+    """The blob's ELF image; one-line ShimkitError if it is unreadable or not for this host."""
+    from shimkit.elf import ElfFormatError, read_elf
+
+    try:
+        image = read_elf(data, location)
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{location}: not a readable blob: {exc.message}") from None
+    machine, bits = _host_machine()
+    endian = "little" if image.little_endian else "big"
+    if (image.machine, image.elf_class, image.little_endian) != (
+        machine,
+        bits,
+        sys.byteorder == "little",
+    ):
+        raise ShimkitError(
+            f"{location}: a {image.machine} {image.elf_class}-bit {endian}-endian blob cannot be "
+            f"loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian host; "
+            "probe it on a matching machine (shimkit lint reads it anywhere)"
+        )
+    return image
+
+
+def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
     """Error findings of the shimkit linter for a blob about to be loaded."""
     from shimkit.checks import LintContext, Severity, lint_image
     from shimkit.elf import ElfFormatError, read_elf
 
     try:
-        image = read_elf(data, location)
         exports = read_elf(provider.read_bytes(), str(provider)).exports
     except ElfFormatError as exc:
-        return [str(exc)]
+        raise ShimkitError(f"{provider}: the shim library is unreadable: {exc.message}") from None
     context = LintContext(
         config=config,
         force_blob=True,
@@ -94,10 +124,7 @@ def lint_errors(data: bytes, location: str, config: ShimConfig, provider: Path) 
     ]
 
 
-def _shim_imports(data: bytes, location: str, config: ShimConfig) -> set[str]:
-    from shimkit.elf import read_elf
-
-    image = read_elf(data, location)
+def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
     return {
         s.name
         for s in image.imports
@@ -105,18 +132,26 @@ def _shim_imports(data: bytes, location: str, config: ShimConfig) -> set[str]:
     }
 
 
-def _raw_bindings_in_child(path: Path) -> list[Binding]:
-    """Negative control: dlopen the blob directly next to libtorch, in a child."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
+    """Negative control: dlopen the blob directly next to libtorch, in a child.
+
+    The child gets a private copy of the blob; errors name the blob (`location`),
+    never that copy.
+    """
+    with tempfile.TemporaryDirectory(prefix="shimkit-probe-") as tmp:
+        raw = Path(tmp) / "blob.so"
+        raw.write_bytes(data)
+        proc = subprocess.run(
+            [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", str(raw)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ShimkitError(f"{path}: raw dlopen next to libtorch failed: {last}")
+        last = last.replace(str(raw), "the blob")
+        raise ShimkitError(f"{location}: opening it raw next to libtorch failed: {last}")
     return [Binding(**b) for b in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
@@ -137,15 +172,14 @@ def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> 
     if provider_path is None:
         raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
     provider = os.path.realpath(provider_path)
+    image = read_loadable_image(source.data, location)
     report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
-    report.lint_errors = lint_errors(source.data, location, config, Path(provider))
-    wanted = _shim_imports(source.data, location, config)
+    report.lint_errors = lint_errors(image, config, Path(provider))
+    wanted = _shim_imports(image, config)
     if report.lint_errors:
         if libtorch is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                raw = Path(tmp) / "blob.so"
-                raw.write_bytes(source.data)
-                report.bindings = [b for b in _raw_bindings_in_child(raw) if b.symbol in wanted]
+            raw = _raw_bindings_in_child(source.data, location)
+            report.bindings = [b for b in raw if b.symbol in wanted]
         return report
     model = Model(source, lint=False)
     try:
