@@ -116,10 +116,6 @@ def _words(
     return words
 
 
-def _first_max(values: list[int]) -> int:
-    return values.index(max(values))
-
-
 def _layout(data: bytes | memoryview) -> _Layout:
     """shimkit.elf.header.parse_layout's checks and messages, on plain tuples."""
     size = len(data)
