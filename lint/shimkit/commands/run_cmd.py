@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from shimkit.errors import ShimkitError
+from shimkit.fileio import write_atomically
 
 HELP = "run a prefixed AOTInductor blob (.pt2 or .so) on the slim CPU runtime, without libtorch"
 
@@ -33,9 +35,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-dir", type=Path, help="write outputs there as out0.npy, out1.npy, ..."
     )
-    parser.add_argument("--repeat", type=int, default=0, help="also time this many extra runs")
+    parser.add_argument(
+        "--repeat", type=_positive, metavar="N", help="also time N more runs (N >= 1)"
+    )
     parser.add_argument("--no-lint", action="store_true", help="skip the in-process linter")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _read_input(path: Path) -> np.ndarray:
@@ -43,6 +57,19 @@ def _read_input(path: Path) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise ShimkitError(f"{path}: not a readable .npy file: {exc}") from None
+
+
+def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ShimkitError(
+            f"{directory}: cannot create the output folder: {exc.strerror}"
+        ) from None
+    for i, out in enumerate(outputs):
+        buffer = io.BytesIO()
+        np.save(buffer, out, allow_pickle=False)
+        write_atomically(directory / f"out{i}.npy", buffer.getvalue())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,15 +88,13 @@ def run(args: argparse.Namespace) -> int:
             inputs = [_read_input(p) for p in args.input]
         outputs = model(*inputs)
         latency_us = None
-        if args.repeat > 0:
+        if args.repeat is not None:
             start = time.perf_counter()
             for _ in range(args.repeat):
                 model(*inputs)
             latency_us = (time.perf_counter() - start) / args.repeat * 1e6
     if args.save_dir:
-        args.save_dir.mkdir(parents=True, exist_ok=True)
-        for i, out in enumerate(outputs):
-            np.save(args.save_dir / f"out{i}.npy", out)
+        _save_outputs(args.save_dir, outputs)
     if args.format == "json":
         print(
             json.dumps(

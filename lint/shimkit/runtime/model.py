@@ -23,15 +23,20 @@ def _as_array(value: Any, index: int) -> np.ndarray:
     """A numpy view of a numpy array or a CPU torch tensor (no copy if dense)."""
     if isinstance(value, np.ndarray):
         return value
+    if value is None:
+        raise ShimkitError(f"input {index}: got None, expected an array or a CPU tensor")
     device = getattr(value, "device", None)
     if device is not None and hasattr(value, "numpy"):
         if getattr(device, "type", "cpu") != "cpu":
             raise ShimkitError(f"input {index}: tensor is on {device}; the runtime is CPU-only")
         return value.detach().numpy()
     try:
-        return np.asarray(value)
+        array = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise ShimkitError(f"input {index}: not an array: {exc}") from None
+    if array.dtype.kind == "O":
+        raise ShimkitError(f"input {index}: a {type(value).__name__} is not an array of numbers")
+    return array
 
 
 _from_buffer = ctypes.c_char.from_buffer
@@ -181,6 +186,7 @@ class Model:
         for i, value in enumerate(inputs):
             if (
                 value is last[i]
+                and value is not None
                 and (value.shape, value.dtype.num) == geometry[i]
                 and value.flags.c_contiguous
             ):
