@@ -11,6 +11,7 @@ import sys
 
 from shimkit import __version__
 from shimkit.errors import ShimkitError
+from shimkit.escape import printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
 from shimkit.fileio import Terminated, install_termination_handlers
 
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(command(args))
     except ShimkitError as exc:
-        print(f"shimkit: error: {exc}", file=sys.stderr)
+        print(f"shimkit: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("shimkit: interrupted", file=sys.stderr)

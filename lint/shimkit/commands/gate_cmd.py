@@ -14,6 +14,7 @@ from shimkit.checks.run import run_lint
 from shimkit.commands.lint_cmd import add_lint_options, lint_options, write_report
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
+from shimkit.escape import lossless_tree, printable
 from shimkit.exitcodes import EXIT_BASELINE_DRIFT, EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
 from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import (
@@ -167,7 +168,7 @@ def render_text(outcome: GateOutcome, baseline: str) -> str:
     else:
         extra = f", {outcome.suppressed} suppressed" if outcome.suppressed else ""
         lines.append(f"shimkit gate: {outcome.artifacts} artifact(s) match {baseline}{extra}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def render_json(outcome: GateOutcome, baseline: str) -> str:
@@ -210,7 +211,7 @@ def render_json(outcome: GateOutcome, baseline: str) -> str:
             if d.changed
         ],
     }
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+    return json.dumps(lossless_tree(document), indent=2, sort_keys=True) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:

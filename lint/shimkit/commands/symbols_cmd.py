@@ -21,6 +21,7 @@ from operator import eq, ne
 
 from shimkit.elf import ElfNames, InputError
 from shimkit.elf.fastnames import SortedNames
+from shimkit.escape import printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from shimkit.inputs import SkippedInput, iter_names
 
@@ -141,7 +142,8 @@ def collect(
         if isinstance(item, InputError):
             errors.append({"path": item.location, "message": item.message})
         elif isinstance(item, SkippedInput):
-            sys.stderr.write(f"shimkit symbols: note: {item.location}: skipped: {item.reason}\n")
+            where = printable(item.location)
+            sys.stderr.write(f"shimkit symbols: note: {where}: skipped: {item.reason}\n")
         else:
             artifacts.append(artifact_record(item))
     return artifacts, errors
@@ -150,7 +152,9 @@ def collect(
 def _write_text(out: TextIO, artifacts: list[dict[str, Any]]) -> None:
     lines: list[str] = []
     for art in artifacts:
-        lines.append(f"{art['path']}: {art['type']} {art['machine']} {art['class']}-bit")
+        # File and member names are escaped (one line each); symbol names are written
+        # as their bytes (the lock format), below.
+        lines.append(f"{printable(art['path'])}: {art['type']} {art['machine']} {art['class']}-bit")
         if art["soname"]:
             lines.append(f"  soname {art['soname']}")
         lines.extend(f"  needed {name}" for name in art["needed"])
@@ -268,7 +272,7 @@ def run(args: argparse.Namespace | SimpleArgs) -> int:
     else:
         _write_text(sys.stdout, artifacts)
     for err in errors:
-        print(f"shimkit: error: {err['path']}: {err['message']}", file=sys.stderr)
+        print(f"shimkit: error: {printable(err['path'])}: {err['message']}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK
 
 

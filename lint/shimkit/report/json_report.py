@@ -12,6 +12,7 @@ import json
 from shimkit import __version__
 from shimkit.checks import RULES_BY_ID, Finding, LintResult, Severity
 from shimkit.config import ShimConfig
+from shimkit.escape import lossless_tree
 
 SCHEMA = "shimkit.lint/v1"
 
@@ -60,4 +61,4 @@ def lint_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
 
 
 def render_json(result: LintResult, config: ShimConfig) -> str:
-    return json.dumps(lint_dict(result, config), indent=2, sort_keys=True) + "\n"
+    return json.dumps(lossless_tree(lint_dict(result, config)), indent=2, sort_keys=True) + "\n"

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from shimkit import __version__
 from shimkit.checks import RULES, Finding, LintResult, Severity
 from shimkit.config import ShimConfig
+from shimkit.escape import lossless_tree, printable
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -24,7 +25,8 @@ _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: 
 
 
 def _uri(path: str) -> str:
-    posix = path.replace("\\", "/")
+    # Percent-encoding of the name's own bytes (surrogateescape): lossless for any name.
+    posix = path.replace("\\", "/").encode("utf-8", "surrogateescape")
     return quote(posix, safe="/:@-._~")
 
 
@@ -75,7 +77,7 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, object]:
         "ruleId": finding.rule_id,
         "ruleIndex": rule_index[finding.rule_id],
         "level": _LEVELS[finding.severity],
-        "message": {"text": f"{name}: {finding.message}"},
+        "message": {"text": printable(f"{name}: {finding.message}")},
         "locations": [location],
         "partialFingerprints": {
             "shimkitFinding/v1": f"{finding.rule_id}:{finding.location}:{finding.symbol or ''}"
@@ -88,7 +90,7 @@ def sarif_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
     notifications = [
         {
             "level": "error",
-            "message": {"text": f"{p.location}: {p.message}"},
+            "message": {"text": printable(f"{p.location}: {p.message}")},
             "locations": [
                 {
                     "physicalLocation": {
@@ -122,4 +124,4 @@ def sarif_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
 
 
 def render_sarif(result: LintResult, config: ShimConfig) -> str:
-    return json.dumps(sarif_dict(result, config), indent=2, sort_keys=True) + "\n"
+    return json.dumps(lossless_tree(sarif_dict(result, config)), indent=2, sort_keys=True) + "\n"

@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from shimkit.checks import RULES_BY_ID, Finding, LintResult, Severity
 from shimkit.config import ShimConfig
+from shimkit.escape import printable
 
 MAX_LINES_PER_RULE = 50
 
@@ -52,7 +53,7 @@ def _summary(result: LintResult, config: ShimConfig) -> str:
 
 
 def _artifact_block(location: str, role: str, findings: list[Finding], paint: _Paint) -> list[str]:
-    lines = [f"{paint(location, _BOLD)} ({role})"]
+    lines = [f"{paint(printable(location), _BOLD)} ({role})"]
     by_rule: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_rule[finding.rule_id].append(finding)
@@ -62,7 +63,7 @@ def _artifact_block(location: str, role: str, findings: list[Finding], paint: _P
         label = paint(rule.severity.value, _COLORS[rule.severity])
         lines.append(f"  {label} {rule.id} {rule.name}: {rule.summary} [{len(group)}]")
         for finding in group[:MAX_LINES_PER_RULE]:
-            lines.append(f"      {finding.detail or finding.message}")
+            lines.append(f"      {printable(finding.detail or finding.message)}")
         if len(group) > MAX_LINES_PER_RULE:
             more = len(group) - MAX_LINES_PER_RULE
             lines.append(f"      ... and {more} more (--format json lists all)")
@@ -83,12 +84,12 @@ def render_text(
     if result.problems:
         lines.append(paint("input errors:", _BOLD))
         for problem in result.problems:
-            lines.append(f"  {paint('error', _COLORS[Severity.ERROR])} {problem}")
+            lines.append(f"  {paint('error', _COLORS[Severity.ERROR])} {printable(str(problem))}")
     for expired in result.expired:
         lines.append(f"{paint('error', _COLORS[Severity.ERROR])} {expired}")
     for skipped in result.skipped:
         note = paint("note", _COLORS[Severity.NOTE])
-        lines.append(f"{note} {skipped.location}: skipped: {skipped.reason}")
+        lines.append(f"{note} {printable(skipped.location)}: skipped: {skipped.reason}")
     if quiet and not lines:
         return ""
     lines.append(_summary(result, config))
