@@ -6,6 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 
 CACHE_ENV = "SHIMKIT_CACHE_DIR"
@@ -27,7 +28,13 @@ def content_dir(kind: str, *parts: str | bytes) -> Path:
         digest.update(part.encode() if isinstance(part, str) else part)
         digest.update(b"\0")
     directory = cache_root() / f"{kind}-{digest.hexdigest()[:16]}"
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ShimkitError(
+            f"{directory}: cannot create the cache folder: {exc.strerror}; "
+            f"set ${CACHE_ENV} to a writable folder"
+        ) from None
     return directory
 
 
