@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-ELF_MAGIC = b"\x7fELF"
+from shimkit.elf import ELF_MAGIC
+
 AR_MAGIC = b"!<arch>\n"
 THIN_AR_MAGIC = b"!<thin>\n"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
