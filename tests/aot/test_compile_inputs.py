@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from shimkit.aot.progress import progress
+from shimkit.report.progress import progress
 from shimkit.aot.torchenv import check_version, require_torch
 from shimkit.cli import main
 from shimkit.errors import ShimkitError

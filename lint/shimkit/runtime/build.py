@@ -153,6 +153,58 @@ def build_run_blob(libs: RuntimeLibs) -> Path:
     return out
 
 
+CUDA_BUILDER = REPO_ROOT / "tools" / "gpu" / "build_cuda_libs.py"
+
+
+def build_cuda_shims(out_dir: Path | None = None) -> Path:
+    """The slim CUDA shim library, built without a GPU (it opens the CUDA libraries at
+    run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone only when a
+    source, the builder or the prefix flags change."""
+    import importlib.util
+
+    if not CUDA_BUILDER.is_file():
+        raise ShimkitError(f"{CUDA_BUILDER}: not found: the CUDA shims build from a checkout")
+    spec = importlib.util.spec_from_file_location("build_cuda_libs", CUDA_BUILDER)
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    digest = hashlib.sha256(" ".join(load_config().flags).encode())
+    inputs = [CUDA_BUILDER, *(REPO_ROOT / "shims").rglob("*"), *(REPO_ROOT / "runtime").rglob("*")]
+    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py")):
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    out = out_dir or REPO_ROOT / "build" / "cuda" / digest.hexdigest()[:16]
+    library = out / builder.SHIMS_LIB
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.is_file():
+            try:
+                builder.build(out)
+            except builder.BuildError as exc:
+                first = (str(exc).strip().splitlines() or ["?"])[-1]
+                raise ShimkitError(
+                    f"{CUDA_BUILDER}: the CUDA shims do not build: {first}"
+                ) from None
+    return library
+
+
+def shim_library(device: str = "cpu") -> Path:
+    """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
+    runtime may import. The one place that knows where each is built."""
+    if device == "cuda":
+        return build_cuda_shims()
+    libs = find_libraries()
+    if libs.shims.is_file():
+        return libs.shims
+    from shimkit.runtime.capi import runtime_lib  # $SHIMKIT_LIB_DIR: the runtime knows
+
+    provider = runtime_lib().provider_path()
+    if provider is None:
+        raise ShimkitError(f"{libs.runtime}: does not name its shim library")
+    return provider
+
+
 def find_libraries(variant: str = "release") -> RuntimeLibs:
     """The libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
     env = os.environ.get(LIB_DIR_ENV)
