@@ -85,5 +85,5 @@ def provided_names(target: Target, config: ShimConfig) -> frozenset[str]:
         return frozenset(config.prefixed(n) for n in forwarded & exported)
     from shimkit.runtime.build import shim_library
 
-    library = shim_library("cuda" if target.name == "slim-cuda" else "cpu")
+    library = shim_library("cuda" if target.name == "slim-cuda" else "cpu", config)
     return frozenset(n for n in _exports(str(library)) if config.is_prefixed_family(n))

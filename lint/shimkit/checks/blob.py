@@ -8,16 +8,16 @@ the same to each of them as to `shimkit lint`:
   unprefixed shim import or export (SK001, SK002), no NEEDED libtorch/libc10
   (SK005), no executable stack (SK007).
 - Loadable by a runtime: every error rule with the runtime's shim library as the
-  provider (SK004: each prefixed import defined; SK009: no proxy executor; ...).
+  provider (SK004: each prefixed import defined; SK009: no proxy executor; ...):
+  `shimkit.runtime.admit`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from pathlib import Path
 
 from shimkit.checks.engine import lint_image
-from shimkit.checks.model import Finding, LintContext, Severity
+from shimkit.checks.model import Finding, LintContext
 from shimkit.checks.rules import RULES_BY_ID
 from shimkit.config import ShimConfig
 from shimkit.elf import ELF_MAGIC, ElfFormatError, ElfImage, read_elf
@@ -69,19 +69,3 @@ def describe(findings: list[Finding], limit: int = 6) -> str:
         shown += f"; ... and {len(findings) - limit} more (shimkit lint lists all)"
     fixes = dict.fromkeys(f"{f.rule_id}: {RULES_BY_ID[f.rule_id].fix}" for f in findings)
     return f"{shown} (fix: {'; '.join(fixes)})"
-
-
-def runtime_lint_errors(
-    data: bytes, location: str, config: ShimConfig, provider: Path
-) -> list[str]:
-    """Error findings for a blob about to be loaded by a runtime whose shim library is
-    `provider` (the library's exports close SK004); one line each."""
-    try:
-        image = read_elf(data, location)
-        exports = read_elf(provider.read_bytes(), str(provider)).exports
-    except ElfFormatError as exc:
-        return [str(exc)]
-    except OSError as exc:
-        return [f"{provider}: cannot read the shim library: {exc.strerror}"]
-    findings = blob_findings(image, config, providers=(s.name for s in exports))
-    return [f"{f.rule_id}: {f.message}" for f in findings if f.severity is Severity.ERROR]
