@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from shimkit.elf import ElfFormatError, ElfImage, ElfNames, InputError, read_elf, read_elf_names
 from shimkit.elf.layout import SHT_DYNSYM, SHT_SYMTAB, Section, parse_layout
 from shimkit.elf.symtab import StringTable
 from shimkit.inputs import iter_images, iter_names
 
-from tests.elf.accel import python_only
+from tests.elf.common import FUZZ, python_only
 from tests.fixtures.build import build_all
 
 SEEDS = [
@@ -30,13 +29,6 @@ SEEDS = [
 ]
 SECTIONED = [s for s in SEEDS if not s.startswith("stripped:")]
 CONTAINERS = ["model.pt2", "libblobs.a", "model.pte"]
-FUZZ = settings(
-    max_examples=int(os.environ.get("SHIMKIT_FUZZ_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-    database=None,
-)
 _DATA: dict[str, bytes] = {}
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from shimkit.elf import ELF_MAGIC, read_elf, read_elf_names
 
-SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
+from tests.elf.common import SYSTEM
+
 SAMPLE = 150
 BATCH = 40
 

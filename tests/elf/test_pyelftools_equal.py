@@ -7,13 +7,11 @@ from pathlib import Path
 import pytest
 from shimkit.elf import read_elf, read_elf_names
 
-from tests.elf.accel import python_only
+from tests.elf.common import SYSTEM_SAMPLE, python_only, system_library, torch_small_libs
 from tests.elf.reference import reference_structure, reference_symbols
 from tests.fixtures.build import FIXTURES
 
 ELF_NAMES = [n for n in FIXTURES if not n.endswith((".a", ".pt2", ".pte", ".bin"))]
-SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
-SYSTEM_SAMPLE = ["libc.so.6", "libm.so.6", "libstdc++.so.6", "libz.so.1", "libgcc_s.so.1"]
 
 
 def rows(symbols: list) -> list[tuple]:
@@ -46,10 +44,7 @@ def test_fixture_equals_pyelftools(elf_fixtures: dict[str, Path], name: str) -> 
 
 @pytest.mark.parametrize("name", SYSTEM_SAMPLE)
 def test_system_library_equals_pyelftools(name: str) -> None:
-    path = SYSTEM / name
-    if not path.exists():
-        pytest.skip(f"{path} not on this machine")
-    check(path.resolve())
+    check(system_library(name))
 
 
 def test_machine_table_agrees_with_pyelftools() -> None:
@@ -62,16 +57,6 @@ def test_machine_table_agrees_with_pyelftools() -> None:
     assert machine_name(90) == "EM_90"  # not in the table: named by number
 
 
-def _torch_small_libs() -> list[Path]:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        return []
-    lib = Path(spec.origin).parent / "lib"
-    return sorted(p for p in lib.glob("*.so*") if p.stat().st_size < 4 << 20)
-
-
-@pytest.mark.parametrize("path", _torch_small_libs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", torch_small_libs(), ids=lambda p: p.name)
 def test_torch_library_equals_pyelftools(path: Path) -> None:
     check(path)

@@ -12,7 +12,7 @@ from shimkit.elf import ElfFormatError
 from shimkit.elf.layout import parse_layout
 from shimkit.elf.relocations import SHT_RELA, Relocation, read_relocations
 
-from tests.elf.test_pyelftools_equal import SYSTEM, SYSTEM_SAMPLE, _torch_small_libs
+from tests.elf.common import SYSTEM_SAMPLE, system_library, torch_small_libs
 
 FIXTURES = ["blob_unprefixed.so", "blob_prefixed.so", "shim_prefixed.so", "prog"]
 
@@ -51,13 +51,10 @@ def test_an_image_without_relocations(elf_fixtures: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("name", SYSTEM_SAMPLE)
 def test_system_library_relocations_equal_pyelftools(name: str) -> None:
-    path = SYSTEM / name
-    if not path.exists():
-        pytest.skip(f"{path} not on this machine")
-    check(path.resolve())
+    check(system_library(name))
 
 
-@pytest.mark.parametrize("path", _torch_small_libs()[:4], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", torch_small_libs()[:4], ids=lambda p: p.name)
 def test_torch_library_relocations_equal_pyelftools(path: Path) -> None:
     check(path)
 

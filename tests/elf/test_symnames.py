@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sysconfig
@@ -20,31 +19,24 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from shimkit.commands import symbols_cmd
 from shimkit.elf import read_elf_names, symtab
 from shimkit.elf.layout import MalformedElf
 from shimkit.elf.symtab import StringTable
 
-from tests.elf.accel import python_only
+from tests.elf.common import FUZZ, SYSTEM, python_only
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "lint" / "shimkit" / "elf" / "_symnames.c"
-SYSTEM = Path("/usr/lib/x86_64-linux-gnu")
+
 SYSTEM_LIBS = ["libc.so.6", "libstdc++.so.6", "libm.so.6", "libz.so.1", "libcrypto.so.3"]
 FIXTURES = [
     "blob_unprefixed.so", "blob_prefixed.so", "shim_prefixed.so", "blob_c10.so",
     "blob_unprefixed.o", "blob_unprefixed_32.so", "shim_prefixed_32.so", "be64_blob.so",
     "be32_blob.so", "be64_blob.o", "prog", "prog_nopie", "fake_torch/libtorch_cpu.so",
 ]  # fmt: skip
-FUZZ = settings(
-    max_examples=int(os.environ.get("SHIMKIT_FUZZ_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-    database=None,
-)
 
 
 def compiled() -> ModuleType:

@@ -16,18 +16,13 @@ def _drift_lines(drift: ArtifactDrift) -> list[str]:
     if drift.status == "gone":
         return [f"  {drift.path}: gone (in the baseline, not found now)"]
     lines = [f"  {drift.path}" + (" (new artifact)" if drift.status == "new" else "")]
-    for name in drift.added_imports:
-        lines.append(f"    + import {name}")
-    for name in drift.added_exports:
-        lines.append(f"    + export {name}")
-    for rule, symbol in drift.added_violations:
-        lines.append(f"    + violation {rule} {symbol}".rstrip())
-    for name in drift.removed_imports:
-        lines.append(f"    - import {name}")
-    for name in drift.removed_exports:
-        lines.append(f"    - export {name}")
-    for rule, symbol in drift.removed_violations:
-        lines.append(f"    - violation {rule} {symbol}".rstrip())
+    for sign, imports, exports, violations in (
+        ("+", drift.added_imports, drift.added_exports, drift.added_violations),
+        ("-", drift.removed_imports, drift.removed_exports, drift.removed_violations),
+    ):
+        lines += [f"    {sign} import {name}" for name in imports]
+        lines += [f"    {sign} export {name}" for name in exports]
+        lines += [f"    {sign} violation {rule} {symbol}".rstrip() for rule, symbol in violations]
     return lines
 
 
