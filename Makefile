@@ -17,7 +17,7 @@ test: setup
 
 fmt: setup
 	.venv/bin/ruff format lint tests bench tools
-	node_modules/.bin/buildifier -lint=fix -r .
+	git ls-files -z '*.bzl' '*.bazel' WORKSPACE '*/WORKSPACE' '*.bzlmod' | xargs -0 node_modules/.bin/buildifier -lint=fix
 
 clean:
 	bazel clean 2>/dev/null || true

@@ -1,8 +1,9 @@
 """Public C/C++ macros of shimkit, with Buck-style attribute names.
 
-One file serves Bazel 4.x, Bazel 7+ and Buck2: it calls only `native.*` rules
-and picks the back-end at load time (`native.cxx_library` exists only under
-Buck2). Under Bazel the Buck names are mapped onto `native.cc_library`:
+One file serves Bazel 4.x, Bazel 7+ and Buck2. Under Bazel the macros declare
+`cc_library` from rules_cc (`@rules_cc//cc:defs.bzl`; Bazel 9 has no native
+C++ rules); under Buck2 `native.cxx_library` (it exists only there, which is how
+the back-end is picked at load time). Under Bazel the Buck names are mapped:
 
 | Buck name                     | Bazel attribute                                 |
 |-------------------------------|-------------------------------------------------|
@@ -14,12 +15,16 @@ Buck2). Under Bazel the Buck names are mapped onto `native.cc_library`:
 | `linker_flags`                | `linkopts`                                      |
 | `link_whole`                  | `alwayslink`                                    |
 
-The shim prefix is read from `shim_symbol_prefix.bzl` (the single source of
-truth) and re-exported here, so BUILD files load everything from this file.
+The shim prefix is read from `@shimkit_config//:shim_symbol_prefix.bzl`: a copy
+of the consumer's prefix file (the `shimkit` module extension or the
+`shimkit_config` WORKSPACE macro; default: shimkit's rules/shim_symbol_prefix.bzl).
+Under Buck2, `shimkit_config` is a cell holding that file. The constants are
+re-exported here, so BUILD files load everything from this file.
 """
 
+load("@rules_cc//cc:defs.bzl", "cc_library")
 load(
-    ":shim_symbol_prefix.bzl",
+    "@shimkit_config//:shim_symbol_prefix.bzl",
     _SHIM_PREFIX_DEFINES = "SHIM_PREFIX_DEFINES",
     _SHIM_PREFIX_FLAGS = "SHIM_PREFIX_FLAGS",
     _SHIM_SYMBOL_FAMILIES = "SHIM_SYMBOL_FAMILIES",
@@ -27,7 +32,7 @@ load(
     _SHIM_SYMBOL_PREFIX_DEFINE = "SHIM_SYMBOL_PREFIX_DEFINE",
 )
 
-# Re-exports of the single source of truth (see shim_symbol_prefix.bzl).
+# Re-exports of the single source of truth (the consumer's prefix file).
 SHIM_SYMBOL_PREFIX = _SHIM_SYMBOL_PREFIX
 SHIM_SYMBOL_PREFIX_DEFINE = _SHIM_SYMBOL_PREFIX_DEFINE
 SHIM_SYMBOL_FAMILIES = _SHIM_SYMBOL_FAMILIES
@@ -103,7 +108,8 @@ def _prefix_error(kind, name, prefix):
         return None
     return (
         "%s: SHIM_SYMBOL_PREFIX %r is not a valid C identifier prefix " +
-        "([A-Za-z_][A-Za-z0-9_]*); fix it in rules/shim_symbol_prefix.bzl"
+        "([A-Za-z_][A-Za-z0-9_]*); fix it in the prefix file (shimkit.config / " +
+        "shimkit_config(prefix_file = ...), default rules/shim_symbol_prefix.bzl)"
     ) % (_macro_id(kind, name), prefix)
 
 def _unknown_attr_error(kind, name, common):
@@ -202,7 +208,7 @@ def _split_defines(flags):
     return defines, others
 
 def _bazel_attrs(spec, kind = "shimkit_cxx_library"):
-    """The native.cc_library attributes for a Buck-style `spec` dict."""
+    """The Bazel cc_library attributes for a Buck-style `spec` dict."""
     for key in ("preprocessor_flags", "exported_preprocessor_flags"):
         if type(spec[key]) != "list":
             fail("%s: %s must be a plain list under Bazel (its -D entries are sorted into defines at load time); put select() in compiler_flags instead" % (_macro_id(kind, spec["name"]), key))
@@ -245,7 +251,7 @@ def _declare(kind, spec):
     if _is_buck2():
         native.cxx_library(**_buck2_attrs(kind, spec))
     else:
-        native.cc_library(**_bazel_attrs(spec, kind))  # buildifier: disable=native-cc-library
+        cc_library(**_bazel_attrs(spec, kind))
 
 def _cxx_library(
         kind,
@@ -325,7 +331,7 @@ def shimkit_cxx_library(
         **common):
     """A C/C++ library with Buck-style attributes and optional ATen variant.
 
-    Under Bazel this declares `native.cc_library` targets (see the module
+    Under Bazel this declares rules_cc `cc_library` targets (see the module
     docstring for the attribute mapping); under Buck2 `native.cxx_library`.
     The `_aten` variant has the same sources, `-DUSE_ATEN_LIB` in both
     preprocessor lists, and every dep replaced by its ATen twin (see
@@ -395,7 +401,7 @@ def shimkit_shim_library(
     library's own definitions and every includer see the same renamed
     names, and sets `link_whole` so a `linkshared` binary built with
     `-Wl,--gc-sections` still exports every shim. Fails at load time if the
-    prefix in rules/shim_symbol_prefix.bzl cannot start a C identifier.
+    prefix in the prefix file cannot start a C identifier.
 
     Args:
       name: target name (see `shimkit_cxx_library`).

@@ -1,19 +1,17 @@
 """`shimkit_lint_test`: lint the outputs of built targets inside `bazel test`.
 
 The test runs `shimkit lint` on every file the `srcs` targets output,
-configured from //rules:shim_symbol_prefix.bzl (passed as a declared input
-with `--config`). Hermetic: the shimkit sources, the prefix file, the linted
-files and the providers are all runfiles, referenced by relative paths; no
-reference library is read unless given in `references`.
+configured from `@shimkit_config//:shim_symbol_prefix.bzl` (the consumer's
+prefix file, see //rules:extensions.bzl and //rules:repositories.bzl; passed as
+a declared input with `--config`). Hermetic: the shimkit sources, the prefix
+file, the linted files and the providers are all runfiles, referenced by
+relative paths; no reference library is read unless given in `references`.
 
-The interpreter comes from the `shimkit_python_repository` rule (re-exported
-here for WORKSPACE): $SHIMKIT_PYTHON, else the workspace's .venv, else python3.
+The interpreter comes from `@shimkit_python` (//rules/private:python_repo.bzl):
+$SHIMKIT_PYTHON, else the workspace's .venv, else python3.
 """
 
-load("//rules/private:python_repo.bzl", _shimkit_python_repository = "shimkit_python_repository")
 load("//rules/private:shimkit_runner.bzl", "shimkit_test_executable", "with_runner_attrs")
-
-shimkit_python_repository = _shimkit_python_repository
 
 def _short_paths(files):
     return [f.short_path for f in files]
@@ -80,7 +78,7 @@ unprefixed shim symbol (see docs/cli.md for the bits).
             doc = "The exit code the lint must produce for the test to pass.",
         ),
         "_prefix_file": attr.label(
-            default = Label("//rules:shim_symbol_prefix.bzl"),
+            default = Label("@shimkit_config//:shim_symbol_prefix.bzl"),
             allow_single_file = True,
         ),
     }),

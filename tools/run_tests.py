@@ -77,16 +77,22 @@ def check_phase(title: str, argv: list[str]) -> tuple[int, int]:
 GENERATED_SOURCES = {"shims/aoti_shim_rename.h"}
 
 
+def tracked(patterns: list[str]) -> list[str]:
+    """Tracked files matching git pathspecs."""
+    return subprocess.run(
+        ["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+
+
 def c_sources() -> list[str]:
     """The tracked C and C++ sources clang-format checks (.clang-format at the root)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "*.c", "*.cc", "*.cpp", "*.h"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    listed = tracked(["*.c", "*.cc", "*.cpp", "*.h"])
     return [path for path in listed if path not in GENERATED_SOURCES]
+
+
+def starlark_sources() -> list[str]:
+    """The tracked Starlark files buildifier checks (never build/, e.g. the Bazel 7 chroot)."""
+    return tracked(["*.bzl", "*.bazel", "*/WORKSPACE", "WORKSPACE", "*.bzlmod"])
 
 
 def main() -> int:
@@ -98,7 +104,7 @@ def main() -> int:
         "bazel": bazel_phase(),
         "buildifier": check_phase(
             "buildifier",
-            [str(BUILDIFIER), "-mode=check", "-lint=warn", "-r", "."],
+            [str(BUILDIFIER), "-mode=check", "-lint=warn", *starlark_sources()],
         ),
         "clang-format": check_phase(
             "clang-format",

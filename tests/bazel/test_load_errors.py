@@ -4,7 +4,9 @@ target and the fix.
 A throwaway workspace (fixed path under the temp dir, so its output base is
 reused between runs) loads shimkit's rules through `local_repository`; each
 package holds one misuse. One `bazel query --keep_going` loads them all. The
-positive control is a package of correct uses, whose targets must load.
+positive control is a package of correct uses, whose targets must load. A bad
+prefix is the consumer's own prefix file (`shimkit_config(prefix_file = ...)`),
+so that case has a second workspace of its own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 from bazel_testlib import ROOT, run_bazel
 
 LOAD = 'load("@shimkit//rules:defs.bzl", "shimkit_cxx_library", "shimkit_shim_library")\n'
-BAD_PREFIX_LOAD = 'load("@badprefix//rules:defs.bzl", "shimkit_shim_library")\n'
+# The package of the workspace whose prefix file (its own, at its root) is invalid.
+BAD_PREFIX = "bad_prefix"
 
 # package -> (BUILD body, substrings its error must contain)
 CASES: dict[str, tuple[str, list[str]]] = {
@@ -66,12 +69,12 @@ CASES: dict[str, tuple[str, list[str]]] = {
         + 'preprocessor_flags = select({"//conditions:default": ["-DA"]}))\n',
         ['shimkit_cxx_library(name = "x"): preprocessor_flags must be a plain list under Bazel'],
     ),
-    "bad_prefix": (
-        BAD_PREFIX_LOAD + 'shimkit_shim_library(name = "s")\n',
+    BAD_PREFIX: (
+        LOAD + 'shimkit_shim_library(name = "s")\n',
         [
             'shimkit_shim_library(name = "s"): SHIM_SYMBOL_PREFIX "9bad-" is not a valid C '
             "identifier prefix",
-            "fix it in rules/shim_symbol_prefix.bzl",
+            "fix it in the prefix file (shimkit.config / shimkit_config(prefix_file = ...)",
         ],
     ),
 }
@@ -88,46 +91,59 @@ GOOD_TARGETS = {f"//good:{n}" for n in ("a", "a_aten", "n", "b", "b_aten", "s_at
 
 WORKSPACE = """workspace(name = "shimkit_load_errors")
 local_repository(name = "shimkit", path = "{root}")
-local_repository(name = "badprefix", path = "badprefix")
 local_repository(name = "bazel_skylib", path = "/usr/share/bazel/tools/skylib")
 local_repository(name = "platforms", path = "/usr/share/bazel/tools/platforms")
 local_repository(name = "rules_java", path = "/usr/share/bazel/rules/java")
 local_repository(name = "rules_cc", path = "{root}/third_party/rules_cc_stub")
+load("@shimkit//rules:repositories.bzl", "shimkit_config")
+shimkit_config({config_args})
 """
 
 
-def write_workspace() -> Path:
+def write_workspace(name: str, packages: dict[str, str], config_args: str = "") -> Path:
+    """A workspace under the temp dir (fixed path per checkout) holding `packages`' BUILD files."""
     key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
-    ws = Path(tempfile.gettempdir()) / f"shimkit-load-errors-{os.getuid()}-{key}"
-    for child in ("good", "badprefix", *CASES):
-        shutil.rmtree(ws / child, ignore_errors=True)
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / "WORKSPACE").write_text(WORKSPACE.format(root=ROOT))
-    for package, (body, _) in CASES.items():
+    ws = Path(tempfile.gettempdir()) / f"shimkit-{name}-{os.getuid()}-{key}"
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir(parents=True)
+    (ws / "WORKSPACE").write_text(WORKSPACE.format(root=ROOT, config_args=config_args))
+    (ws / "BUILD.bazel").write_text("")
+    for package, body in packages.items():
         (ws / package).mkdir()
         (ws / package / "BUILD.bazel").write_text(body)
-    (ws / "good").mkdir()
-    (ws / "good" / "BUILD.bazel").write_text(GOOD)
-    # A copy of shimkit's rules whose prefix cannot start a C identifier.
-    rules = ws / "badprefix" / "rules"
-    shutil.copytree(ROOT / "rules", rules, ignore=shutil.ignore_patterns("*_test.bzl"))
-    (ws / "badprefix" / "WORKSPACE").write_text('workspace(name = "badprefix")\n')
-    source = (rules / "shim_symbol_prefix.bzl").read_text()
-    pattern = r'(?m)^SHIM_SYMBOL_PREFIX = "[^"]*"'
-    patched, count = re.subn(pattern, 'SHIM_SYMBOL_PREFIX = "9bad-"', source)
-    assert count == 1, "could not find SHIM_SYMBOL_PREFIX in the copy"
-    (rules / "shim_symbol_prefix.bzl").write_text(patched)
     return ws
 
 
-@pytest.fixture(scope="module")
-def query() -> tuple[set[str], str]:
-    ws = write_workspace()
+def write_bad_prefix_workspace() -> Path:
+    """The consumer's own prefix file (a patched copy of shimkit's) cannot start a C identifier."""
+    ws = write_workspace(
+        "load-errors-prefix",
+        {BAD_PREFIX: CASES[BAD_PREFIX][0]},
+        config_args='prefix_file = "//:shim_symbol_prefix.bzl"',
+    )
+    source = (ROOT / "rules" / "shim_symbol_prefix.bzl").read_text()
+    pattern = r'(?m)^SHIM_SYMBOL_PREFIX = "[^"]*"'
+    patched, count = re.subn(pattern, 'SHIM_SYMBOL_PREFIX = "9bad-"', source)
+    assert count == 1, "could not find SHIM_SYMBOL_PREFIX in the copy"
+    (ws / "shim_symbol_prefix.bzl").write_text(patched)
+    return ws
+
+
+def query_all(ws: Path) -> tuple[set[str], str]:
     proc = run_bazel(
         ["query", "--keep_going", "//..."], cwd=ws, startup=["--max_idle_secs=60"], check=False
     )
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
     return set(proc.stdout.split()), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def query() -> tuple[set[str], str]:
+    """Targets and stderr of `bazel query //...` over both workspaces."""
+    misuses = {p: body for p, (body, _) in CASES.items() if p != BAD_PREFIX}
+    targets, stderr = query_all(write_workspace("load-errors", {**misuses, "good": GOOD}))
+    bad_targets, bad_stderr = query_all(write_bad_prefix_workspace())
+    return targets | bad_targets, stderr + bad_stderr
 
 
 @pytest.mark.slow

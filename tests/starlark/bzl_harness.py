@@ -28,9 +28,15 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # Repository names under which a .bzl may refer to this repository itself.
 SELF_REPOS = frozenset({"", "shimkit"})
 
-# External repositories the fakes can load from: name -> directory in this repository
-# (the same offline stubs the WORKSPACE points Bazel 4.2.3 at).
-DEFAULT_REPOS: Mapping[str, str] = {"rules_cc": "third_party/rules_cc_stub"}
+# External repositories (Buck2: cells) the fakes can load from: name -> directory, relative
+# to the evaluated tree's root or absolute. rules_cc: this checkout's offline stub, the one
+# the WORKSPACE points Bazel 4.2.3 at (it forwards to `native`, i.e. to the recording fakes).
+# shimkit_config: the directory holding the prefix file, as `shimkit_config()` /
+# `shimkit.config` (Bazel) or a cell (Buck2) provide it; the tree's own rules/ by default.
+DEFAULT_REPOS: Mapping[str, str] = {
+    "rules_cc": str(REPO_ROOT / "third_party" / "rules_cc_stub"),
+    "shimkit_config": "rules",
+}
 
 _PACKAGE_ARGS = {
     "default_visibility",
@@ -452,7 +458,7 @@ class FakeBuild:
         return module["value"]
 
     def resolve(self, label: str, from_package: str = "") -> str:
-        """Path (relative to `root`) of a .bzl label: this repository or one of `repos`.
+        """Path (relative to `root`, or absolute) of a .bzl label: this tree or one of `repos`.
 
         Forms: `:f.bzl` (relative), `//pkg:f.bzl`, `@repo//pkg:f.bzl`, `@@repo//...`
         (Bazel) and `cell//pkg:f.bzl` (Buck2 cells; same repository names).

@@ -13,6 +13,7 @@ import pytest
 from bzl_harness import (
     BAZEL,
     BUCK2,
+    REPO_ROOT,
     BackendRejected,
     BzlError,
     FakeBuild,
@@ -129,7 +130,11 @@ def test_label_resolution() -> None:
     assert world.resolve("@@//rules:defs.bzl") == "rules/defs.bzl"
     assert world.resolve("shimkit//rules:defs.bzl") == "rules/defs.bzl"  # Buck2 cell
     assert world.resolve(":sub/x.bzl", "a/b") == "a/b/sub/x.bzl"
-    assert world.resolve("@rules_cc//cc:defs.bzl") == "third_party/rules_cc_stub/cc/defs.bzl"
+    stub = REPO_ROOT / "third_party" / "rules_cc_stub" / "cc" / "defs.bzl"
+    assert world.resolve("@rules_cc//cc:defs.bzl") == str(stub)
+    assert world.resolve("@shimkit_config//:shim_symbol_prefix.bzl") == (
+        "rules/shim_symbol_prefix.bzl"
+    )
     bad_labels = (
         "@elsewhere//x:y.bzl",
         "//rules/defs.bzl",
