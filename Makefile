@@ -1,10 +1,11 @@
 # shimkit: two commands set up and prove everything on a fresh Debian 12 machine.
 #   make demo   install what is missing, then run the main job on the bundled example
 #   make test   ruff + pytest + bazel test //... + buildifier, ending in "N passed, N failed"
+#   make dist   the release archive Bazel consumers download (build/dist/)
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup demo test fmt clean
+.PHONY: setup demo test dist fmt clean
 
 setup:
 	@tools/bootstrap.sh
@@ -14,6 +15,10 @@ demo: setup
 
 test: setup
 	@$(PY) tools/run_tests.py
+
+# The release archive (git archive of HEAD) and its sha256/integrity, in build/dist/.
+dist:
+	@python3 tools/dist.py
 
 fmt: setup
 	.venv/bin/ruff format lint tests bench tools

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install whatever is missing for shimkit on a Debian 12 machine: Debian
-# packages (Bazel 4.2.3 and its rule packages, binutils, BLAS/oneDNN), the
+# packages (Bazel 4.2.3 and its rule packages, binutils, BLAS/oneDNN,
+# debootstrap for the Bazel 7 chroot of tools/bazel7_chroot.sh), the
 # Python venv with pinned dependencies, and buildifier from npm. Idempotent:
 # a second run installs nothing and takes about a second.
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  binutils patchelf libopenblas-dev libdnnl-dev python3-dev
+  binutils patchelf libopenblas-dev libdnnl-dev python3-dev debootstrap
 )
 
 missing=()

@@ -33,20 +33,25 @@ MacroAttrsInfo = provider(
     ],
 )
 
+# Where this file's own repository lives in the execroot: "" as the main
+# repository, "external/shimkit..." when shimkit is a dependency (BCR presubmit).
+_OWN_WORKSPACE_ROOT = Label("//tests/bazel:BUILD.bazel").workspace_root
+
 def normalize_label(label):
-    """`//p:t` for a main-repo label on Bazel 4.x (`//p:t`) and 7.x (`@@//p:t`).
+    """`//p:t` for a label of shimkit's own repository, whatever it is called.
+
+    Bazel 4.x prints main-repository labels as `//p:t`, 7.x as `@@//p:t`, and
+    both print `@shimkit//p:t` / `@@shimkit~//p:t` when shimkit is a dependency.
 
     Args:
       label: a Label.
 
     Returns:
-      The label as a string without a main-repository prefix.
+      `//package:name` for shimkit's labels, else the label as a string.
     """
-    text = str(label)
-    for head in ("@@//", "@//"):
-        if text.startswith(head):
-            return text[len(head) - 2:]
-    return text
+    if label.workspace_root == _OWN_WORKSPACE_ROOT:
+        return "//%s:%s" % (label.package, label.name)
+    return str(label)
 
 def _macro_attrs_aspect_impl(target, ctx):
     _ignore = target  # buildifier: disable=unused-variable
