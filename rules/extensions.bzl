@@ -17,7 +17,7 @@ different ones fail); without any, shimkit's own rules/shim_symbol_prefix.bzl.
 WORKSPACE does the same with `shimkit_config` (//rules:repositories.bzl).
 """
 
-load("//rules/private:config_repo.bzl", "shimkit_config_repository")
+load("//rules/private:config_repo.bzl", "PREFIX_FILE_ATTRS", "shimkit_config_repository")
 load("//rules/private:python_repo.bzl", "shimkit_python_repository")
 load(":repositories.bzl", "DEFAULT_PREFIX_FILE")
 
@@ -48,13 +48,7 @@ def _shimkit_impl(module_ctx):
     shimkit_python_repository(name = "shimkit_python")
 
 _config = tag_class(
-    attrs = {
-        "prefix_file": attr.label(
-            mandatory = True,
-            allow_single_file = [".bzl"],
-            doc = "The consumer's prefix file (same constants as shimkit's rules/shim_symbol_prefix.bzl).",
-        ),
-    },
+    attrs = PREFIX_FILE_ATTRS,
     doc = "Makes `prefix_file` the prefix file of every shimkit macro and lint test.",
 )
 

@@ -45,14 +45,17 @@ def _display(label):
             return text[len(head) - 2:]
     return text
 
+# The one attribute of the repository rule and of the `shimkit.config` tag.
+PREFIX_FILE_ATTRS = {
+    "prefix_file": attr.label(
+        mandatory = True,
+        allow_single_file = [".bzl"],
+        doc = "The consumer's prefix file (same constants as shimkit's rules/shim_symbol_prefix.bzl).",
+    ),
+}
+
 shimkit_config_repository = repository_rule(
     implementation = _shimkit_config_repository_impl,
-    attrs = {
-        "prefix_file": attr.label(
-            mandatory = True,
-            allow_single_file = [".bzl"],
-            doc = "The consumer's prefix file (same constants as shimkit's rules/shim_symbol_prefix.bzl).",
-        ),
-    },
+    attrs = PREFIX_FILE_ATTRS,
     doc = "Creates a repository holding a copy of `prefix_file` as `shim_symbol_prefix.bzl` (see module docstring).",
 )

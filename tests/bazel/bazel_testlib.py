@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -19,18 +20,24 @@ def run_bazel(
     startup: Sequence[str] = (),
     check: bool = True,
     timeout: float = 300,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `bazel <startup> <args>` in `cwd`; with check, fail the test on a non-zero exit."""
+    """Run `bazel <startup> <args>` in `cwd` (with `env` added to the environment); with check,
+    fail the test on a non-zero exit."""
     if shutil.which("bazel") is None:
         pytest.fail("bazel is not on PATH: run tools/bootstrap.sh (make setup)")
     argv = ["bazel", *startup, *args]
     proc = subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
     if check and proc.returncode != 0:
-        pytest.fail(
-            f"{' '.join(argv)} (in {cwd}) exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
+        pytest.fail(f"{' '.join(argv)} (in {cwd}) exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc
 
 

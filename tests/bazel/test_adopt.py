@@ -17,11 +17,12 @@ Each path proves:
 3. Negative control: acme changes its prefix file (acme2_) but not its blob: the blob's lint
    test fails with exit bit 8, while the rebuilt library follows the new prefix (and the
    export check of 2. rejects it for acme_).
-4. Hermetic actions: the same build from a second copy of acme, in a fresh output base with
-   the same `--disk_cache`, executes nothing: every action (compiles, links, the lint and
-   C++ test actions) is a cache hit in the execution log. Negative control: with the lint
-   interpreter at another path (a machine-local input, $SHIMKIT_PYTHON), exactly the
-   lint test actions miss while the compiles still hit.
+4. Hermetic actions: the same build from a second copy of acme, with the lint interpreter
+   under another path, in a fresh output base sharing only the `--disk_cache`, executes
+   nothing: every action (compiles, links, the lint and C++ test actions) is a cache hit in
+   the execution log. Negative control: the same build with the copy's absolute path in the
+   tests' environment (`--test_env`, non-hermetic on purpose) misses for exactly the test
+   actions while everything else still hits.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ class Proof:
     bazel: Bazel
     build: BazelRun
     libraries: dict[str, Path]  # name -> copy of the built library (acme_ build)
-    hermetic: list[Spawn]  # execution log of the second build
-    interpreter_moved: list[Spawn]  # execution log of the negative control
+    hermetic: list[Spawn]  # execution log of the second build, elsewhere
+    probed: list[Spawn]  # execution log of the negative control
     control: BazelRun
     control_libraries: dict[str, Path] = field(default_factory=dict)
 
@@ -135,10 +136,16 @@ def run_proof(bazel: Bazel, base: Path, blob: Path) -> Proof:
         build_targets, test_targets = presubmit_targets()
         targets += build_targets + test_targets
 
-    def logged_test(consumer: Consumer, name: str, env: dict[str, str] | None = None) -> BazelRun:
+    def logged_test(
+        consumer: Consumer,
+        name: str,
+        env: dict[str, str] | None = None,
+        extra: tuple[str, ...] | list[str] = (),
+    ) -> BazelRun:
         args = [
             f"--disk_cache={bazel.inside(cache)}",
             f"--execution_log_json_file={bazel.inside(base / f'{name}.log.json')}",
+            *extra,
             *targets,
         ]
         return bazel.run(consumer.root, base / f"ob-{name}", "test", args, stubs=stubs, env=env)
@@ -149,14 +156,18 @@ def run_proof(bazel: Bazel, base: Path, blob: Path) -> Proof:
         libraries = copy_libraries(
             bazel, bin_dir(bazel, first, base / "ob-first", stubs), base / "libs-first"
         )
-        again = logged_test(second, "second")
-        assert again.returncode == 0, again.failure()
-        # The same interpreter through a link to its venv: another path, same files.
+        # Elsewhere: another copy of acme, and the same interpreter under another path (a
+        # link to its venv), in a fresh output base sharing only the disk cache.
         python = Path(ChrootBazel.python if bazel.mode == "bzlmod" else VENV_PYTHON)
         (base / "venv-elsewhere").symlink_to(python.parent.parent)
         moved_python = f"{bazel.inside(base)}/venv-elsewhere/bin/{python.name}"
-        elsewhere = logged_test(second, "moved", env={"SHIMKIT_PYTHON": moved_python})
-        assert elsewhere.returncode == 0, elsewhere.failure()
+        again = logged_test(second, "second", env={"SHIMKIT_PYTHON": moved_python})
+        assert again.returncode == 0, again.failure()
+        # Negative control: test actions made non-hermetic on purpose, with the copy's
+        # absolute path in their environment.
+        where = f"--test_env=ACME_COPY={bazel.inside(second.root)}"
+        probe = logged_test(second, "probe", extra=[where])
+        assert probe.returncode == 0, probe.failure()
 
         first.set_prefix(CONTROL_PREFIX)
         control = bazel.run(
@@ -171,19 +182,19 @@ def run_proof(bazel: Bazel, base: Path, blob: Path) -> Proof:
         )
         record_timings(
             bazel,
-            {"first build": build, "second build": again, "moved": elsewhere, "control": control},
+            {"first build": build, "second build": again, "probe": probe, "control": control},
         )
         return Proof(
             bazel,
             build,
             libraries,
             execution_log(base / "second.log.json"),
-            execution_log(base / "moved.log.json"),
+            execution_log(base / "probe.log.json"),
             control,
             control_libraries,
         )
     finally:
-        for name in ("first", "second", "moved"):
+        for name in ("first", "second", "probe"):
             if (base / f"ob-{name}").is_dir():
                 bazel.run(first.root, base / f"ob-{name}", "shutdown", timeout=120)
 
@@ -338,9 +349,11 @@ def test_second_build_elsewhere_is_all_cache_hits(proof: Proof) -> None:
 
 
 @pytest.mark.slow
-def test_control_moved_interpreter_misses_only_the_lint_tests(proof: Proof) -> None:
-    spawns = proof.interpreter_moved
-    lint = _lint_runs(spawns)
-    assert len(lint) == len(LINT_TESTS) and not any(s.cache_hit for s in lint), lint
-    compiles = [s for s in spawns if s.mnemonic == "CppCompile"]
-    assert compiles and all(s.cache_hit for s in compiles), [s.describe() for s in compiles]
+def test_control_non_hermetic_tests_miss_the_cache(proof: Proof) -> None:
+    """With an absolute path in the test environment, exactly the test actions miss."""
+    spawns = proof.probed
+    runs = [s for s in spawns if s.is_test_run]
+    assert {t for t in LINT_TESTS} <= {o.split("/")[-2] for s in runs for o in s.outputs}
+    assert runs and not any(s.cache_hit for s in runs), [s.describe() for s in runs]
+    others = [s for s in spawns if not s.is_test_run and not s.is_test_xml_generation]
+    assert others and all(s.cache_hit for s in others), [s.describe() for s in others]

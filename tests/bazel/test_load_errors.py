@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -167,3 +168,20 @@ def test_misuse_fails_at_load_time(package: str, query: tuple[set[str], str]) ->
 def test_positive_control_correct_uses_load(query: tuple[set[str], str]) -> None:
     targets, stderr = query
     assert {t for t in targets if t.startswith("//good:")} == GOOD_TARGETS, stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_interpreter_without_the_linters_packages_fails_naming_them(tmp_path: Path) -> None:
+    """@shimkit_python checks its interpreter when it is made: one line, the fix named."""
+    bare = tmp_path / "python-without-site-packages"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n')
+    bare.chmod(0o755)
+    ws = write_workspace("load-errors-python", {})
+    args = ["build", "@shimkit_python//:python.sh"]
+    proc = run_bazel(args, cwd=ws, check=False, env={"SHIMKIT_PYTHON": str(bare)})
+    assert proc.returncode != 0
+    assert f"shimkit_python: {bare} lacks pyelftools, numpy, starlark-pyo3, jinja2" in proc.stderr
+    assert "or set SHIMKIT_PYTHON to a Python that has them" in proc.stderr
+    good = run_bazel(args, cwd=ws, check=False, env={"SHIMKIT_PYTHON": sys.executable})
+    assert good.returncode == 0, good.stderr[-2000:]  # control: this venv has them
+    run_bazel(["shutdown"], cwd=ws, check=False)
