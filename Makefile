@@ -26,4 +26,4 @@ fmt: setup
 
 clean:
 	bazel clean 2>/dev/null || true
-	rm -rf .pytest-report.xml build
+	rm -rf --one-file-system .pytest-report.xml build
