@@ -89,7 +89,8 @@ def worktree_commit(root: Path = ROOT) -> str:
     date = _git(["log", "-1", "--format=%cI", "HEAD"], root)
     with tempfile.TemporaryDirectory(prefix="shimkit-dist-") as tmp:
         index = Path(tmp) / "index"
-        real_index = Path(_git(["rev-parse", "--path-format=absolute", "--git-path", "index"], root))
+        git_path = ["rev-parse", "--path-format=absolute", "--git-path", "index"]
+        real_index = Path(_git(git_path, root))
         if real_index.is_file():
             shutil.copyfile(real_index, index)  # keeps the stat cache: only changed files hashed
         env = {"GIT_INDEX_FILE": str(index)}
