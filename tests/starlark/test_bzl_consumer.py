@@ -4,7 +4,8 @@
 defs.bzl loads. Pointing it at examples/acme (prefix acme_) must change every shim
 library's defines; pointing it at shimkit's rules/ (the default) must not give acme's.
 docs/adopting.md's Buck2 BUCK snippet is evaluated as written, with acme's prefix file as
-the `shimkit_config` cell.
+the `shimkit_config` cell. Under Bazel the macros declare rules_cc's cc_library, not the
+native rule (which Bazel 9 no longer has).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 
 import bzl_checks as checks
 import pytest
-from bzl_harness import BACKENDS, BUCK2, DEFAULT_REPOS, REPO_ROOT, FakeBuild
+from bzl_harness import BACKENDS, BAZEL, BUCK2, DEFAULT_REPOS, REPO_ROOT, FakeBuild
 from shimkit.config import load_config
 
 ACME = REPO_ROOT / "examples" / "acme"
@@ -72,3 +73,30 @@ def test_buck2_snippet_of_the_docs() -> None:
     assert shim.kind == "cxx_library" and shim.get("link_whole") is True
     assert flag in shim.get("preprocessor_flags")
     assert flag in shim.get("exported_preprocessor_flags")
+
+
+# A rules_cc whose cc_library marks what it declares: proves the macros go through it.
+_MARKING_RULES_CC = """
+def cc_library(**attrs):
+    native.cc_library(**dict(attrs, tags = attrs.get("tags", []) + ["via-rules-cc"]))
+"""
+
+
+def _via_rules_cc(defs_source: str | None = None) -> bool:
+    stub = DEFAULT_REPOS["rules_cc"] + "/cc/defs.bzl"
+    overrides = {stub: _MARKING_RULES_CC}
+    if defs_source is not None:
+        overrides["rules/defs.bzl"] = defs_source
+    world = FakeBuild(BAZEL, overrides=overrides)
+    targets = checks.build(world, 'shimkit_cxx_library(name = "l", srcs = ["l.cc"])\n')
+    return "via-rules-cc" in targets["l"].get("tags", [])
+
+
+def test_bazel_macros_declare_rules_ccs_cc_library() -> None:
+    assert _via_rules_cc()
+    # Negative control: the same macros calling the native rule are caught.
+    source = (REPO_ROOT / "rules" / "defs.bzl").read_text(encoding="utf-8")
+    anchor = "        cc_library(**_bazel_attrs(spec, kind))"
+    assert source.count(anchor) == 1
+    native = "        native.cc_library(**_bazel_attrs(spec, kind))"
+    assert not _via_rules_cc(source.replace(anchor, native))
