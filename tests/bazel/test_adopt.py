@@ -19,8 +19,9 @@ Each path proves:
    export check of 2. rejects it for acme_).
 4. Hermetic actions: the same build from a second copy of acme, with the lint interpreter
    under another path, in a fresh output base sharing only the `--disk_cache`, executes
-   nothing: every action (compiles, links, the lint and C++ test actions) is a cache hit in
-   the execution log. Negative control: the same build with the copy's absolute path in the
+   nothing: every action (compiles, links, the lint and C++ test actions, and on the
+   WORKSPACE path the generate steps of shimkit's CUDA shim library) is a cache hit in the
+   execution log. Negative control: the same build with the copy's absolute path in the
    tests' environment (`--test_env`, non-hermetic on purpose) misses for exactly the test
    actions while everything else still hits.
 """
@@ -66,6 +67,10 @@ LINT_TESTS = ("acme_shims_lint_test", "tiny_mlp_lint_test")
 CONTROL_PREFIX = "acme2_"
 PRESUBMIT = ROOT / ".bcr" / "presubmit.yml"
 TIMINGS = ROOT / "build" / "adopt-timings"
+# Built on the WORKSPACE path too: its two generate steps (genrules: a copied source, and the
+# version script made from the consumer's prefix) must follow acme's prefix and cache like
+# the rest.
+CUDA_SHIMS = "@shimkit//shims/cuda:libshimkit_cuda_shims.so"
 
 
 def presubmit_targets() -> tuple[list[str], list[str]]:
@@ -106,9 +111,11 @@ def record_timings(bazel: Bazel, runs: dict[str, BazelRun]) -> None:
 def copy_libraries(bazel: Bazel, bin_dir: Path, dest: Path) -> dict[str, Path]:
     """The acme library and the slim shims built for acme, copied out of bazel-bin."""
     found = {"libacme_shims.so": bin_dir / "libacme_shims.so"}
-    slim = sorted(bin_dir.glob("external/shimkit*/shims/libshimkit_shims.so"))
-    assert len(slim) == 1, f"{bazel.name}: expected one libshimkit_shims.so, found {slim}"
-    found["libshimkit_shims.so"] = slim[0]
+    for name in ("shims/libshimkit_shims.so", "shims/cuda/libshimkit_cuda_shims.so"):
+        built = sorted(bin_dir.glob(f"external/shimkit*/{name}"))
+        assert len(built) <= 1, f"{bazel.name}: more than one {name}: {built}"
+        if built:
+            found[Path(name).name] = built[0]
     dest.mkdir(parents=True)
     copies = {}
     for name, path in found.items():
@@ -136,6 +143,8 @@ def run_proof(bazel: Bazel, base: Path, blob: Path) -> Proof:
     if bazel.mode == "bzlmod":
         build_targets, test_targets = presubmit_targets()
         targets += build_targets + test_targets
+    else:
+        targets.append(CUDA_SHIMS)
 
     def logged_test(
         consumer: Consumer,
@@ -307,6 +316,10 @@ def test_built_libraries_export_acme_prefixed_shims(proof: Proof, acme_config: S
     slim = exported_shims(proof.libraries["libshimkit_shims.so"], families)
     assert export_problems(slim, acme_config, ("aoti_torch_empty_strided",)) == []
     assert len(slim) >= 20, sorted(slim)
+    if proof.bazel.mode == "workspace":  # its version script is generated from acme's prefix
+        cuda = exported_shims(proof.libraries["libshimkit_cuda_shims.so"], families)
+        assert export_problems(cuda, acme_config, ("aoti_torch_cuda_mm_out",)) == []
+        assert len(cuda) > len(slim), sorted(cuda)
 
 
 # -- 3. negative control: the consumer's prefix changes, its blob does not --------------
@@ -352,6 +365,10 @@ def test_second_build_elsewhere_is_all_cache_hits(proof: Proof) -> None:
     assert len(_lint_runs(spawns)) == len(LINT_TESTS), [s.describe() for s in spawns]
     slim_compiles = [s for s in spawns if s.mnemonic == "CppCompile" and "/shims/" in s.outputs[0]]
     assert slim_compiles, "shimkit's own compiles must be among the cached actions"
+    if proof.bazel.mode == "workspace":
+        genrules = [s for s in spawns if s.mnemonic == "Genrule"]
+        generated = {o.rsplit("/", 1)[-1] for s in genrules for o in s.outputs}
+        assert {"cuda_shims.lds", "shim_core_host.inc"} <= generated, generated
 
 
 @pytest.mark.slow
