@@ -10,10 +10,9 @@ import importlib
 import sys
 
 from shimkit import __version__
-from shimkit.errors import ShimkitError
+from shimkit.errors import ShimkitError, Terminated
 from shimkit.escape import printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
-from shimkit.fileio import Terminated, install_termination_handlers
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -87,6 +86,20 @@ def _simple_symbols(argv: list[str]) -> tuple[Callable[[Any], int], Any] | None:
     return None if args is None else (symbols_cmd.run, args)
 
 
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+def install_termination_handlers() -> None:
+    """SIGTERM and SIGHUP raise `Terminated` (where their default would kill us), so every
+    `finally` (staging folders, temp files, compiler children) runs before we exit."""
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _raise_terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     simple = _simple_symbols(argv)
@@ -99,8 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
             return EXIT_USAGE if exc.code not in (0, None) else 0
         command = args._run
-    # SIGTERM/SIGHUP raise like Ctrl-C does, so every `finally` (staging folders, temp
-    # files, compiler children) runs before we exit.
     install_termination_handlers()
     try:
         return int(command(args))

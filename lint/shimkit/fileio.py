@@ -11,18 +11,17 @@ Every command that writes a file the user keeps goes through this module:
 - `private_tempdir` gives a run its own TMPDIR (e.g. for the compilers that `compile`
   starts), removed on every exit path.
 
-Staging folders and temp files carry `STAGING_MARKER` and the owner's pid in their name.
-SIGKILL cannot be caught, so a killed run may leave one: directory walks and the gate skip
-such leftovers and say so, and the next staging beside the same target removes those whose
-owner is gone. `install_termination_handlers` turns SIGTERM and SIGHUP into an exception,
-so `finally` blocks (and the cleanup above) run on them as on Ctrl-C.
+Temp files and staging folders are named by `shimkit.staging` (the owner's pid in the
+name). SIGKILL cannot be caught, so a killed run may leave one: directory walks and the
+gate skip such leftovers and say so, and the next write beside the same target removes
+those whose owner is gone. The CLI turns SIGTERM and SIGHUP into `Terminated`, so the
+`finally` blocks here run on them as on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -31,30 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from shimkit.errors import ShimkitError
-
-STAGING_MARKER = ".shimkit-staging-"
-_LEFTOVER = re.compile(r"^\.(?P<name>.*)" + re.escape(STAGING_MARKER) + r"(?P<pid>\d+)-")
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived (raised in the main thread by our handler). A
-    BaseException, like KeyboardInterrupt, so `except Exception` does not swallow it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, _frame: object) -> None:
-    raise Terminated(signum)
-
-
-def install_termination_handlers() -> None:
-    """Make SIGTERM and SIGHUP raise `Terminated` where their default would kill us."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _raise_terminated)
+from shimkit.errors import ShimkitError, Terminated
+from shimkit.staging import owner_alive, parse_leftover, staging_prefix
 
 
 def _describe(exc: OSError) -> str:
@@ -113,10 +90,6 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _temp_prefix(target: Path) -> str:
-    return f".{target.name}{STAGING_MARKER}{os.getpid()}-"
-
-
 def write_atomically(
     path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None
 ) -> Path:
@@ -132,7 +105,7 @@ def write_atomically(
     final_mode = _mode_for(target, mode)
     sweep_leftovers(target.parent, target.name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=staging_prefix(target.name), dir=target.parent)
     except OSError as exc:
         raise _unwritable(path, exc) from None
     try:
@@ -167,27 +140,6 @@ def check_output(path: Path, overwrite: bool) -> None:
         )
 
 
-def owner_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
-def leftover_owner(name: str) -> int | None:
-    """The pid in a staging folder's or temp file's name, or None if `name` is not one."""
-    match = _LEFTOVER.match(name)
-    return int(match.group("pid")) if match else None
-
-
-def is_leftover(name: str) -> bool:
-    """True for a staging folder or temp file of ours (possibly a killed run's)."""
-    return _LEFTOVER.match(name) is not None
-
-
 def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
     """Remove staging leftovers for `target_name` in `directory` whose owner is gone."""
     removed: list[Path] = []
@@ -196,10 +148,10 @@ def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        match = _LEFTOVER.match(entry.name)
-        if not match or match.group("name") != target_name:
+        parsed = parse_leftover(entry.name)
+        if parsed is None or parsed[0] != target_name:
             continue
-        pid = int(match.group("pid"))
+        pid = parsed[1]
         if pid == os.getpid() or owner_alive(pid):
             continue
         path = Path(entry.path)
@@ -216,7 +168,7 @@ def staging_dir(beside: Path) -> Iterator[Path]:
     """A private folder beside `beside` (same file system), removed on every exit path."""
     sweep_leftovers(beside.parent, beside.name)
     try:
-        staging = Path(tempfile.mkdtemp(prefix=_temp_prefix(beside), dir=beside.parent))
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(beside.name), dir=beside.parent))
     except OSError as exc:
         raise _unwritable(beside, exc) from None
     try:

@@ -4,7 +4,7 @@
 `$SHIMKIT_CACHE_DIR` (else `$XDG_CACHE_HOME/shimkit`, else `~/.cache/shimkit`),
 in a directory named by a hash of the source, the flags and the interpreter's
 ABI, under a file lock; later processes load it after checking its size and
-SHA-256 against the record the build wrote (a damaged copy is rebuilt). The pure-Python reader
+CRC-32 against the record the build wrote (a damaged copy is rebuilt). The pure-Python reader
 (`shimkit.elf.names`) stays the reference: it is used whenever the helper is
 off (`SHIMKIT_FASTNAMES=0`), cannot be built (no compiler, no Python.h, a
 read-only cache; the reason is in `load_error()`, and a failed build is not
@@ -13,7 +13,7 @@ bounds, name offsets, names that are not ASCII). Tests check that both give
 the same answer.
 
 Start-up time matters here (`shimkit symbols` is measured against `nm` as a
-whole process): the load path imports only os, sys, zlib and hashlib.
+whole process): the load path imports only os, sys and zlib.
 """
 
 from __future__ import annotations
@@ -129,23 +129,26 @@ def _compile(directory: str, target: str) -> None:
 
 
 def _checksum(data: bytes) -> str:
-    import hashlib
+    # Size and CRC-32 catch a truncated or damaged copy (the threat: a crash or a full
+    # disk, not an attacker, who could rewrite this record too); zlib is loaded already,
+    # hashlib's OpenSSL would cost every `shimkit symbols` ~3 ms of start-up.
+    import zlib
 
-    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+    return f"{len(data)} crc32 {zlib.crc32(data):08x}\n"
 
 
 def _intact(target: str) -> bool:
-    """True if `target` is the file its build recorded (size and SHA-256). A cached
+    """True if `target` is the file its build recorded (size and CRC-32). A cached
     helper that was truncated or replaced is never loaded: mapping a truncated
     shared object kills the process with SIGBUS."""
     try:
-        with open(target + ".sum", encoding="ascii") as handle:
+        with open(target + ".sum", "rb") as handle:  # bytes: no codec to import
             recorded = handle.read()
         with open(target, "rb") as handle:
             data = handle.read()
     except OSError:
         return False
-    return recorded == _checksum(data)
+    return recorded == _checksum(data).encode()
 
 
 def build() -> str:

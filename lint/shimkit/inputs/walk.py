@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterator, Sequence
 
 from shimkit.elf.model import InputError
-from shimkit.fileio import leftover_owner, owner_alive
+from shimkit.staging import leftover_owner, owner_alive
 
 
 class FileEntry:
