@@ -1,6 +1,8 @@
 #include "runtime/temp_blob_file.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -10,16 +12,27 @@
 #include <cstdlib>
 #include <cstring>
 
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux 6.3+; older kernels refuse it (EINVAL) and we retry without
+#endif
+
 namespace shimkit {
 namespace {
 
 // A name clash (EEXIST) is retried with fresh random bits this many times: a
 // local user can occupy some names in a shared /tmp, never all of them.
 constexpr int kCreateAttempts = 64;
+// Descriptor numbers tried for a memory file whose /proc/self/fd name is taken.
+constexpr int kNameAttempts = 64;
 
 std::string temp_dir() {
   const char* dir = std::getenv("TMPDIR");
   return (dir != nullptr && dir[0] != '\0') ? std::string(dir) : std::string("/tmp");
+}
+
+bool memory_file_wanted() {
+  const char* value = std::getenv("SHIMKIT_BLOB_MEMFD");
+  return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
 // 64 unpredictable bits as 16 hex digits (getrandom; never blocks once the
@@ -55,10 +68,59 @@ bool write_all(int fd, const char* p, size_t left) {
   return true;
 }
 
+// True if this process may map the file executable (a security policy can
+// refuse it for memory files; dlopen would then fail on the blob's code).
+bool executable_mapping_allowed(int fd) {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* probe = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  if (probe == MAP_FAILED) return false;
+  munmap(probe, static_cast<size_t>(page));
+  return true;
+}
+
 }  // namespace
 
 bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
-  unlink_now();
+  release();
+  if (memory_file_wanted() && write_memory_file(bytes, size)) return true;
+  return write_temp_file(bytes, size, error);
+}
+
+bool TempBlobFile::write_memory_file(const void* bytes, size_t size) {
+  int fd = memfd_create("shimkit-blob", MFD_CLOEXEC | MFD_EXEC);
+  if (fd < 0 && (errno == EINVAL || errno == EACCES))
+    fd = memfd_create("shimkit-blob", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  fds_.push_back(fd);
+  if (!write_all(fd, static_cast<const char*>(bytes), size) || !executable_mapping_allowed(fd)) {
+    release();
+    return false;
+  }
+  // glibc looks a name up among the objects already loaded before it opens
+  // anything, so /proc/self/fd/<n> must not be the name an earlier blob was
+  // loaded by (through a descriptor closed since, whose number is now ours):
+  // dlopen would hand back that other blob. Such a name is skipped by taking
+  // another number (every descriptor tried stays open until release, so each
+  // dup is a new number).
+  for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
+    const std::string path = "/proc/self/fd/" + std::to_string(fds_.back());
+    if (::access(path.c_str(), R_OK) != 0) break;  // no /proc: use a temp file
+    void* earlier = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (earlier == nullptr) {
+      dlerror();  // a refusal here is dlopen's to report, with the real mode
+      path_ = path;
+      return true;
+    }
+    dlclose(earlier);
+    const int other = fcntl(fds_.back(), F_DUPFD_CLOEXEC, 0);
+    if (other < 0) break;
+    fds_.push_back(other);
+  }
+  release();
+  return false;
+}
+
+bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* error) {
   const std::string dir = temp_dir();
   int fd = -1;
   std::string path;
@@ -77,25 +139,29 @@ bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
     return false;
   }
   path_ = path;
+  unlink_path_ = path;
   if (!write_all(fd, static_cast<const char*>(bytes), size)) {
     *error = path + ": cannot write the blob's temp file: " + std::strerror(errno);
     ::close(fd);
-    unlink_now();
+    release();
     return false;
   }
   if (::close(fd) != 0) {
     *error = path + ": cannot close the blob's temp file: " + std::strerror(errno);
-    unlink_now();
+    release();
     return false;
   }
   return true;
 }
 
-void TempBlobFile::unlink_now() {
-  if (!path_.empty()) {
-    ::unlink(path_.c_str());
-    path_.clear();
+void TempBlobFile::release() {
+  if (!unlink_path_.empty()) {
+    ::unlink(unlink_path_.c_str());
+    unlink_path_.clear();
   }
+  for (const int fd : fds_) ::close(fd);
+  fds_.clear();
+  path_.clear();
 }
 
 }  // namespace shimkit
