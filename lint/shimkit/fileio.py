@@ -237,44 +237,82 @@ def private_tempdir(label: str) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _children_of(pid: int) -> list[int]:
-    found: list[int] = []
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter) of every process in /proc."""
+    table: dict[int, tuple[int, str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return table
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            table[int(entry)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 1 and int(fields[1]) == pid:
-            found.append(int(entry))
+    return table
+
+
+def _descendants(table: dict[int, tuple[int, str]], root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _state) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        kids = children.get(frontier.pop(), [])
+        found += kids
+        frontier += kids
     return found
 
 
+def _gone(pid: int) -> bool:
+    try:  # our own children are reaped; the others have to exit (or be zombies)
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return True
+
+
 def stop_children(grace: float = 2.0) -> None:
-    """SIGTERM every live descendant process of ours and wait up to `grace` s for them."""
-    pending = _children_of(os.getpid())
-    seen: set[int] = set()
-    while pending:
-        pid = pending.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        pending.extend(_children_of(pid))
+    """Stop every descendant process of ours (the compilers and their drivers).
+
+    The tree is frozen first (SIGSTOP, rescanned until no new process shows): a gcc
+    driver told to stop while its cc1plus is running would otherwise die first and
+    orphan the cc1plus (no longer our descendant, so never found), which then writes on
+    into a folder we remove. Then every frozen process gets SIGTERM and SIGCONT; what
+    is still there after `grace` seconds gets SIGKILL.
+    """
+    frozen: list[int] = []
+    while True:
+        fresh = [p for p in _descendants(_process_table(), os.getpid()) if p not in frozen]
+        if not fresh:
+            break
+        for pid in fresh:
+            with suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
+    for pid in frozen:
         with suppress(OSError):
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
     deadline = time.monotonic() + grace
-    for pid in seen:
-        while time.monotonic() < deadline:
-            try:  # reap our own children; others just have to disappear
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    break
-            except ChildProcessError:
-                if not os.path.exists(f"/proc/{pid}"):
-                    break
+    pending = frozen
+    while pending and time.monotonic() < deadline:
+        pending = [pid for pid in pending if not _gone(pid)]
+        if pending:
             time.sleep(0.01)
+    for pid in pending:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pending:
+        with suppress(ChildProcessError):
+            os.waitpid(pid, 0)
