@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -22,8 +23,20 @@ namespace {
 // A name clash (EEXIST) is retried with fresh random bits this many times: a
 // local user can occupy some names in a shared /tmp, never all of them.
 constexpr int kCreateAttempts = 64;
-// Descriptor numbers tried for a memory file whose /proc/self/fd name is taken.
-constexpr int kNameAttempts = 64;
+// Memory files get descriptor numbers from a counter that wraps here (the usual
+// soft limit on open files; the kernel's table grows with the highest number).
+constexpr int kHighestNumber = 1023;
+std::atomic<int> next_free_number{0};
+
+int next_number() {
+  const int next = next_free_number.load(std::memory_order_relaxed);
+  return next > kHighestNumber ? 0 : next;
+}
+
+void note_number_used(int number) {
+  const int next = number >= kHighestNumber ? 0 : number + 1;
+  next_free_number.store(next, std::memory_order_relaxed);
+}
 
 std::string temp_dir() {
   const char* dir = std::getenv("TMPDIR");
@@ -96,28 +109,35 @@ bool TempBlobFile::write_memory_file(const void* bytes, size_t size) {
     release();
     return false;
   }
-  // glibc looks a name up among the objects already loaded before it opens
-  // anything, so /proc/self/fd/<n> must not be the name an earlier blob was
-  // loaded by (through a descriptor closed since, whose number is now ours):
-  // dlopen would hand back that other blob. Such a name is skipped by taking
-  // another number (every descriptor tried stays open until release, so each
-  // dup is a new number).
-  for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
-    const std::string path = "/proc/self/fd/" + std::to_string(fds_.back());
-    if (::access(path.c_str(), R_OK) != 0) break;  // no /proc: use a temp file
-    void* earlier = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (earlier == nullptr) {
-      dlerror();  // a refusal here is dlopen's to report, with the real mode
-      path_ = path;
-      return true;
-    }
-    dlclose(earlier);
-    const int other = fcntl(fds_.back(), F_DUPFD_CLOEXEC, 0);
-    if (other < 0) break;
-    fds_.push_back(other);
+  // dlopen takes the file by the name /proc/self/fd/<n>, and glibc looks a name
+  // up among the objects already loaded before it opens anything: a blob glibc
+  // could not unload (one whose thread_local destructors are pending, as
+  // AOTInductor blobs' are in every thread that used them) keeps its name, and
+  // reusing its number would hand back that blob. So the numbers given to
+  // memory files keep growing (up to kHighestNumber, then around again); a name
+  // still taken after all (a wrap, or someone else's) means the temp file.
+  int number = fcntl(fd, F_DUPFD_CLOEXEC, next_number());
+  if (number < 0 && errno == EINVAL) number = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // past the limit
+  if (number < 0) {
+    release();
+    return false;
   }
-  release();
-  return false;
+  fds_.push_back(number);
+  note_number_used(number);
+  const std::string path = "/proc/self/fd/" + std::to_string(number);
+  if (::access(path.c_str(), R_OK) != 0) {  // no /proc
+    release();
+    return false;
+  }
+  void* earlier = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (earlier != nullptr) {
+    dlclose(earlier);
+    release();
+    return false;
+  }
+  dlerror();  // a refusal here is dlopen's to report, with the real mode
+  path_ = path;
+  return true;
 }
 
 bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* error) {

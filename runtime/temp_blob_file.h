@@ -2,9 +2,10 @@
 // can leave it behind:
 // - an anonymous memory file (memfd_create), dlopen'd as /proc/self/fd/<n>:
 //   nothing is ever written to disk, so nothing can be left there;
-// - where that cannot work (no memfd_create, no /proc, executable mappings of
-//   memory files refused by vm.memfd_noexec) or SHIMKIT_BLOB_MEMFD=0: a private
-//   temp file, created O_EXCL with mode 0600 under an unpredictable name
+// - where that cannot be used (no memfd_create or /proc, executable mappings of
+//   memory files refused, the name /proc/self/fd/<n> still held by a blob glibc
+//   could not unload) or with SHIMKIT_BLOB_MEMFD=0: a private temp file,
+//   created O_EXCL with mode 0600 under an unpredictable name
 //   ($TMPDIR/shimkit-blob-<random>.so, retried on a name clash) and unlinked
 //   right after dlopen. A kill during that dlopen (the blob's static
 //   initialisers run in it) can leave this one file.
