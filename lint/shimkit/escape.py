@@ -37,6 +37,30 @@ def printable(text: str) -> str:
     return text.translate(_PRINTABLE)
 
 
+def restore(text: str) -> str:
+    """The inverse of `lossless` (for files we wrote with it, e.g. baselines)."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and text.startswith("\\", i + 1):
+            out.append("\\")
+            i += 2
+        elif char == "\\" and text.startswith("x", i + 1) and _is_hex_byte(text[i + 2 : i + 4]):
+            out.append(chr(0xDC00 + int(text[i + 2 : i + 4], 16)))
+            i += 4
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _is_hex_byte(digits: str) -> bool:
+    return len(digits) == 2 and all(c in "0123456789abcdef" for c in digits) and digits >= "80"
+
+
 def lossless_tree(value: object) -> object:
     """`value` (JSON-ready dicts, lists, strings, numbers) with every string `lossless`."""
     if isinstance(value, str):

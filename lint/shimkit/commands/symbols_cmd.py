@@ -21,7 +21,7 @@ from operator import eq, ne
 
 from shimkit.elf import ElfNames, InputError
 from shimkit.elf.fastnames import SortedNames
-from shimkit.escape import printable
+from shimkit.escape import lossless, printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from shimkit.inputs import SkippedInput, iter_names
 
@@ -214,7 +214,7 @@ def _json_chunks(value: Any, indent: str, chunks: list[bytes]) -> None:
             return
         chunks.append(f"[\n{inner}".encode())
         if all(isinstance(item, str) for item in value):
-            chunks.append(f",\n{inner}".join(map(_quote, value)).encode())
+            chunks.append(f",\n{inner}".join(_quote(lossless(item)) for item in value).encode())
         else:
             for k, item in enumerate(value):
                 if k:
@@ -240,8 +240,8 @@ def _scalar(value: Any) -> str:
         return "null"
     if value is True or value is False:
         return "true" if value else "false"
-    if isinstance(value, str):
-        return _quote(value)  # type: ignore[no-any-return]
+    if isinstance(value, str):  # names that are not UTF-8: \xNN, never a lone surrogate
+        return _quote(lossless(value))  # type: ignore[no-any-return]
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, list | dict) and not value:
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace | SimpleArgs) -> int:
     else:
         _write_text(sys.stdout, artifacts)
     for err in errors:
-        print(f"shimkit: error: {printable(err['path'])}: {err['message']}", file=sys.stderr)
+        print(f"shimkit: error: {printable(err['path'] + ': ' + err['message'])}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK
 
 
