@@ -104,6 +104,8 @@ def test_killed_writer_keeps_the_old_file(
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert out.read_bytes() == OLD  # whole, old, never truncated
     assert len(_leftovers(out_dir)) == 1  # SIGKILL runs no cleanup: the finished temp is left
+    if writer == "compile -o":
+        return  # a second compile costs a minute; rewrite -o shows staged_output's sweep
     # The next run replaces the file and sweeps the dead run's leftover.
     done = cli(argv, cwd=tmp_path, timeout=600)
     assert done.returncode in (0, 8, 9, 12), done.stderr[-2000:]  # findings are not failures
