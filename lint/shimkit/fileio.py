@@ -227,7 +227,7 @@ def private_tempdir(label: str) -> Iterator[Path]:
         # Interrupted: the compilers we started must not outlive us or write on
         # into the folder removed below. (Not on other errors: in a library
         # caller's process, torch's compile workers are still wanted.)
-        stop_children()
+        stop_children(carrying=f"TMPDIR={directory}")
         raise
     finally:
         if saved_env is None:
@@ -269,6 +269,22 @@ def _descendants(table: dict[int, tuple[int, str]], root: int) -> list[int]:
     return found
 
 
+def _carrying(entry: str) -> list[int]:
+    """Processes whose environment holds `entry` (NAME=value) exactly."""
+    wanted = b"\0" + entry.encode() + b"\0"
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                if wanted in b"\0" + environ.read() + b"\0":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
 def _gone(pid: int) -> bool:
     try:  # our own children are reaped; the others have to exit (or be zombies)
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
@@ -282,18 +298,24 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def stop_children(grace: float = 2.0) -> None:
-    """Stop every descendant process of ours (the compilers and their drivers).
+def stop_children(grace: float = 2.0, carrying: str | None = None) -> None:
+    """Stop every descendant process of ours (the compilers and their drivers), and every
+    process whose environment holds `carrying` (NAME=value), wherever it hangs now.
 
-    The tree is frozen first (SIGSTOP, rescanned until no new process shows): a gcc
+    The processes are frozen first (SIGSTOP, rescanned until no new one shows): a gcc
     driver told to stop while its cc1plus is running would otherwise die first and
-    orphan the cc1plus (no longer our descendant, so never found), which then writes on
-    into a folder we remove. Then every frozen process gets SIGTERM and SIGCONT; what
-    is still there after `grace` seconds gets SIGKILL.
+    orphan the cc1plus, which then writes on into a folder we remove. Orphans are why
+    `carrying` exists: Python's subprocess.run SIGKILLs its child (a gcc driver) when
+    Ctrl-C unwinds through it, before we get here, and the driver's cc1plus is then
+    init's child, found only by the private TMPDIR it inherited. Then every frozen
+    process gets SIGTERM and SIGCONT; what is still there after `grace` s gets SIGKILL.
     """
     frozen: list[int] = []
     while True:
-        fresh = [p for p in _descendants(_process_table(), os.getpid()) if p not in frozen]
+        found = _descendants(_process_table(), os.getpid())
+        if carrying is not None:
+            found += _carrying(carrying)
+        fresh = [p for p in dict.fromkeys(found) if p not in frozen and p != os.getpid()]
         if not fresh:
             break
         for pid in fresh:

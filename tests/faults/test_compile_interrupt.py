@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -87,7 +88,7 @@ def _interrupted_compile(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("deliver", ["SIGINT to the group", "SIGTERM"])
+@pytest.mark.parametrize("deliver", ["SIGINT to the group", "SIGTERM"] * 2)
 def test_interrupted_compile_leaves_nothing(tmp_path: Path, repo_root: Path, deliver: str) -> None:
     proc, seen, alive, tmp = _interrupted_compile(tmp_path, repo_root, deliver)
     # The control: a compiler was writing scratch files into the private TMPDIR.
@@ -115,3 +116,51 @@ def test_negative_control_sigkill_leaves_the_scratch_files(tmp_path: Path, repo_
             with suppress(OSError):
                 os.kill(int(name.split("[")[1].split("]")[0]), signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_ORPHAN_SCRIPT = """
+import os, subprocess, sys
+from shimkit.fileio import stop_children
+env = dict(os.environ, TMPDIR=sys.argv[1])
+driver = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+orphan = int(driver.stdout.readline())
+driver.kill()  # what subprocess.run does to its child when Ctrl-C unwinds through it
+driver.wait()
+print(orphan, flush=True)
+stop_children(grace=2.0, carrying=f"TMPDIR={sys.argv[1]}" if sys.argv[2] == "yes" else None)
+"""
+
+
+def _orphan_after_stop(tmp: Path, by_tmpdir: bool) -> int:
+    """In a child: a stand-in gcc driver whose child (a sleep, the 'cc1plus') carries
+    TMPDIR=`tmp` is SIGKILLed, orphaning the sleep (no longer a descendant); then the
+    child runs stop_children. Returns the sleep's pid."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, str(tmp), "yes" if by_tmpdir else "no"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return int(proc.stdout.split()[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def test_stop_children_finds_an_orphan_by_its_tmpdir(tmp_path: Path) -> None:
+    assert not _alive(_orphan_after_stop(tmp_path, by_tmpdir=True))
+
+
+def test_negative_control_descendants_alone_miss_the_orphan(tmp_path: Path) -> None:
+    orphan = _orphan_after_stop(tmp_path, by_tmpdir=False)
+    try:
+        assert _alive(orphan)
+    finally:
+        os.kill(orphan, signal.SIGKILL)
