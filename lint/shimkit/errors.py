@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 
 class ShimkitError(Exception):
     """A user-facing failure: bad input, missing tool, unreadable file.
@@ -17,7 +19,5 @@ class Terminated(BaseException):
     and every `finally` (temp files, staging folders, compiler children) still runs."""
 
     def __init__(self, signum: int) -> None:
-        import signal
-
         super().__init__(signal.Signals(signum).name)
         self.signum = signum

@@ -121,7 +121,6 @@ def test_killed_writer_keeps_the_old_file(
 # lock; none of them is a file the user keeps. rewrite fills the temp path staged_output
 # hands it.
 ALLOWED = {
-    ("elf/fastnames.py", "os.replace"),
     ("runtime/build.py", "os.replace"),
     ("aot/rewrite.py", "write_bytes"),
 }

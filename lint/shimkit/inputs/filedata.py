@@ -17,12 +17,9 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from typing import BinaryIO
 
 from shimkit.inputs.kinds import ELF_MAGIC
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
-if TYPE_CHECKING:
-    from typing import BinaryIO
 
 SPARSE_FROM = 1 << 20  # files at least this large are read sparsely (ELF) or into anon memory
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from shimkit.config import load_config
+from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 
@@ -78,8 +78,11 @@ def _link(objs: list[Path], out: Path, flags: list[str], extra: list[str]) -> No
         raise ShimkitError(f"{out}: link failed: {first}")
 
 
-def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
-    """Compile shims and runtime for `variant` unless an up-to-date build exists."""
+def build(
+    variant: str = "release", out_dir: Path | None = None, config: ShimConfig | None = None
+) -> RuntimeLibs:
+    """Compile shims and runtime for `variant` unless an up-to-date build exists; the
+    prefix comes from `config` (default: `load_config()`)."""
     if variant not in VARIANTS:
         raise ShimkitError(f"unknown runtime build variant {variant!r} (use {VARIANTS})")
     shims, runtime, headers = _sources()
@@ -90,7 +93,7 @@ def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
         )
     if shutil.which("g++") is None:
         raise ShimkitError(f"g++ not found: install it or set ${LIB_DIR_ENV}")
-    config = load_config()
+    config = config or load_config()
     flags = [*_COMMON, *_VARIANT_FLAGS[variant], *config.flags]
     digest = hashlib.sha256(" ".join(flags).encode())
     for path in [*shims, *runtime, *headers]:
@@ -153,7 +156,61 @@ def build_run_blob(libs: RuntimeLibs) -> Path:
     return out
 
 
-def find_libraries(variant: str = "release") -> RuntimeLibs:
+CUDA_BUILDER = REPO_ROOT / "tools" / "gpu" / "build_cuda_libs.py"
+
+
+def build_cuda_shims(out_dir: Path | None = None) -> Path:
+    """The slim CUDA shim library, built without a GPU (it opens the CUDA libraries at
+    run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone only when a
+    source, the builder or the checkout's prefix file change. (It serves the checkout's
+    prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
+    import importlib.util
+
+    if not CUDA_BUILDER.is_file():
+        raise ShimkitError(f"{CUDA_BUILDER}: not found: the CUDA shims build from a checkout")
+    spec = importlib.util.spec_from_file_location("build_cuda_libs", CUDA_BUILDER)
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    digest = hashlib.sha256()
+    inputs = [CUDA_BUILDER, REPO_ROOT / "rules" / "shim_symbol_prefix.bzl"]
+    inputs += [*(REPO_ROOT / "shims").rglob("*"), *(REPO_ROOT / "runtime").rglob("*")]
+    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    out = out_dir or REPO_ROOT / "build" / "cuda" / digest.hexdigest()[:16]
+    library = out / builder.SHIMS_LIB
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.is_file():
+            try:
+                builder.build(out)
+            except builder.BuildError as exc:
+                first = (str(exc).strip().splitlines() or ["?"])[-1]
+                raise ShimkitError(
+                    f"{CUDA_BUILDER}: the CUDA shims do not build: {first}"
+                ) from None
+    return library
+
+
+def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
+    """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
+    runtime may import. The one place that knows where each is built."""
+    if device == "cuda":
+        return build_cuda_shims()
+    libs = find_libraries(config=config)
+    if libs.shims.is_file():
+        return libs.shims
+    from shimkit.runtime.capi import runtime_lib  # $SHIMKIT_LIB_DIR: the runtime knows
+
+    provider = runtime_lib(config=config).provider_path()
+    if provider is None:
+        raise ShimkitError(f"{libs.runtime}: does not name its shim library")
+    return provider
+
+
+def find_libraries(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLibs:
     """The libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
     env = os.environ.get(LIB_DIR_ENV)
     if env:
@@ -163,7 +220,7 @@ def find_libraries(variant: str = "release") -> RuntimeLibs:
         if not libs.runtime.is_file():
             raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
         return libs
-    return build(variant)
+    return build(variant, config=config)
 
 
 FASTCALL_SOURCE = REPO_ROOT / "runtime" / "python" / "shimkit_fastcall.c"

@@ -19,10 +19,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shimkit.config import ShimConfig, load_config
-from shimkit.elf.image import ElfImage
+from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
+from shimkit.runtime.admit import lint_errors, read_loadable_image
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
+from shimkit.runtime.capi import runtime_lib
+from shimkit.runtime.model import Model
 
 
 @dataclass
@@ -72,57 +75,6 @@ def load_libtorch_global() -> str:
     return os.path.realpath(path)
 
 
-def _host_machine() -> tuple[str, int]:
-    import platform
-
-    machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(platform.machine(), "")
-    return machine, 64 if sys.maxsize > 2**32 else 32
-
-
-def read_loadable_image(data: bytes, location: str) -> ElfImage:
-    """The blob's ELF image; one-line ShimkitError if it is unreadable or not for this host."""
-    from shimkit.elf import ElfFormatError, read_elf
-
-    try:
-        image = read_elf(data, location)
-    except ElfFormatError as exc:
-        raise ShimkitError(f"{location}: not a readable blob: {exc.message}") from None
-    machine, bits = _host_machine()
-    endian = "little" if image.little_endian else "big"
-    if (image.machine, image.elf_class, image.little_endian) != (
-        machine,
-        bits,
-        sys.byteorder == "little",
-    ):
-        raise ShimkitError(
-            f"{location}: built for {image.machine} {image.elf_class}-bit {endian}-endian, so it "
-            f"cannot be loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian "
-            "host; load it on a matching machine (shimkit lint reads it anywhere)"
-        )
-    return image
-
-
-def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
-    """Error findings of the shimkit linter for a blob about to be loaded."""
-    from shimkit.checks import LintContext, Severity, lint_image
-    from shimkit.elf import ElfFormatError, read_elf
-
-    try:
-        exports = read_elf(provider.read_bytes(), str(provider)).exports
-    except ElfFormatError as exc:
-        raise ShimkitError(f"{provider}: the shim library is unreadable: {exc.message}") from None
-    context = LintContext(
-        config=config,
-        force_blob=True,
-        providers=frozenset(s.name for s in exports),
-    )
-    return [
-        f"{f.rule_id}: {f.message}"
-        for f in lint_image(image, context)
-        if f.severity == Severity.ERROR
-    ]
-
-
 def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
     return {
         s.name
@@ -162,19 +114,22 @@ def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
     return [Binding(**b) for b in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
-def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> ProbeReport:
-    """Lint, load and inspect one blob; see the module docstring."""
+def probe(
+    path: str | Path,
+    *,
+    config: ShimConfig | None = None,
+    with_libtorch: bool = True,
+    run: bool = True,
+) -> ProbeReport:
+    """Lint, load and inspect one blob; see the module docstring. `config`: the prefix
+    configuration (default: `load_config()`)."""
     import numpy as np
 
-    from shimkit.runtime.model import Model
-
-    config = load_config()
+    config = config or load_config()
     libtorch = load_libtorch_global() if with_libtorch else None
     source = read_blob(path)
     location = f"{source.path}!{source.member}" if source.member else str(source.path)
-    from shimkit.runtime.capi import runtime_lib
-
-    rt = runtime_lib()
+    rt = runtime_lib(config=config)
     provider_path = rt.provider_path()
     if provider_path is None:
         raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
@@ -188,7 +143,7 @@ def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> 
             raw = _raw_bindings_in_child(source.data, location)
             report.bindings = [b for b in raw if b.symbol in wanted]
         return report
-    model = Model(source, lint=False)
+    model = Model(source, lint=False, config=config)
     try:
         report.loaded_by_runtime = True
         base = int(rt.lib.shimkit_model_load_base(model._handle))

@@ -1,0 +1,54 @@
+"""What a blob must pass before the slim runtime loads it: readable, built for this host,
+and clean by the linter's error rules with the runtime's shim library as the provider
+(`shimkit.checks.blob`). `shimkit.runtime.load` and `shimkit probe` both call these."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+
+from shimkit.checks.blob import blob_findings
+from shimkit.checks.model import Severity
+from shimkit.config import ShimConfig
+from shimkit.elf import ElfFormatError, ElfImage, read_elf
+from shimkit.errors import ShimkitError
+
+
+def _host_machine() -> tuple[str, int]:
+    machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(platform.machine(), "")
+    return machine, 64 if sys.maxsize > 2**32 else 32
+
+
+def read_loadable_image(data: bytes, location: str) -> ElfImage:
+    """The blob's ELF image; one-line ShimkitError if it is unreadable or not for this host."""
+    try:
+        image = read_elf(data, location)
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{location}: not a readable blob: {exc.message}") from None
+    machine, bits = _host_machine()
+    endian = "little" if image.little_endian else "big"
+    if (image.machine, image.elf_class, image.little_endian) != (
+        machine,
+        bits,
+        sys.byteorder == "little",
+    ):
+        raise ShimkitError(
+            f"{location}: built for {image.machine} {image.elf_class}-bit {endian}-endian, so it "
+            f"cannot be loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian "
+            "host; load it on a matching machine (shimkit lint reads it anywhere)"
+        )
+    return image
+
+
+def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
+    """The linter's error findings for a blob about to be loaded next to the shim library
+    `provider` (its exports close SK004), one line each."""
+    try:
+        exports = read_elf(provider.read_bytes(), str(provider)).exports
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{provider}: the shim library is unreadable: {exc.message}") from None
+    except OSError as exc:
+        raise ShimkitError(f"{provider}: cannot read the shim library: {exc.strerror}") from None
+    findings = blob_findings(image, config, providers=(s.name for s in exports))
+    return [f"{f.rule_id}: {f.message}" for f in findings if f.severity is Severity.ERROR]
