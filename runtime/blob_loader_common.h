@@ -1,6 +1,6 @@
 // What the CPU loader (runtime.cpp) and the CUDA runner (cuda/cuda_runner.cpp)
 // share: the AOTInductor container entry points, vetting a blob's ELF symbols
-// before dlopen, and opening it from a private temp file. Header-only (inline)
+// before dlopen, and opening it from a private file (temp_blob_file.h). Header-only (inline)
 // so every build of either library (Bazel, build.py, build_cuda_libs.py) gets
 // it without another source file. Functions return a SHIMKIT_* code and set
 // *error to one line; the caller records it as its library's last error.
@@ -156,23 +156,28 @@ inline int check_import(const std::string& name, const std::string& bare, bool p
   return SHIMKIT_OK;
 }
 
-// Writes the blob to a private temp file, dlopens it RTLD_LOCAL into *dl (set
-// even when an entry then fails to resolve, so the caller's owner closes it),
-// unlinks the file and resolves the required entries.
+// Puts the blob in a private file (a memory file, else a temp file), dlopens it
+// RTLD_LOCAL into *dl (set even when an entry then fails to resolve, so the
+// caller's owner closes it), drops the file's name and resolves the required
+// entries.
 inline int open_blob(const void* bytes, size_t size, void** dl, BlobEntries* entries,
                      std::string* error) {
   TempBlobFile file;
   if (!file.write(bytes, size, error)) return SHIMKIT_E_IO;
   dlerror();
   *dl = dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
-  // Mapped (or refused): the name is no longer needed. The window in which a
-  // kill leaves the file behind is the dlopen itself.
-  file.unlink_now();
   if (*dl == nullptr) {
     const char* e = dlerror();
-    *error = std::string("blob: dlopen failed: ") + (e ? e : "?");
+    std::string why = e ? e : "?";
+    // dlerror names the private file ("/proc/self/fd/7: undefined symbol: x"),
+    // which means nothing to the user; the caller names the blob.
+    const std::string internal = file.path() + ": ";
+    if (why.compare(0, internal.size(), internal) == 0) why.erase(0, internal.size());
+    *error = "blob: dlopen failed: " + why;
     return SHIMKIT_E_DLOPEN;
   }
+  // Mapped: the name is no longer needed (the destructor drops it on the error path).
+  file.release();
   entries->create = reinterpret_cast<CreateWithDeviceFn>(dlsym(*dl, kRequiredEntries[0]));
   entries->destroy = reinterpret_cast<DeleteFn>(dlsym(*dl, kRequiredEntries[1]));
   entries->run = reinterpret_cast<RunFn>(dlsym(*dl, kRequiredEntries[2]));

@@ -1,14 +1,21 @@
 #include "runtime/temp_blob_file.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux 6.3+; older kernels refuse it (EINVAL) and we retry without
+#endif
 
 namespace shimkit {
 namespace {
@@ -16,10 +23,29 @@ namespace {
 // A name clash (EEXIST) is retried with fresh random bits this many times: a
 // local user can occupy some names in a shared /tmp, never all of them.
 constexpr int kCreateAttempts = 64;
+// Memory files get descriptor numbers from a counter that wraps here (the usual
+// soft limit on open files; the kernel's table grows with the highest number).
+constexpr int kHighestNumber = 1023;
+std::atomic<int> next_free_number{0};
+
+int next_number() {
+  const int next = next_free_number.load(std::memory_order_relaxed);
+  return next > kHighestNumber ? 0 : next;
+}
+
+void note_number_used(int number) {
+  const int next = number >= kHighestNumber ? 0 : number + 1;
+  next_free_number.store(next, std::memory_order_relaxed);
+}
 
 std::string temp_dir() {
   const char* dir = std::getenv("TMPDIR");
   return (dir != nullptr && dir[0] != '\0') ? std::string(dir) : std::string("/tmp");
+}
+
+bool memory_file_wanted() {
+  const char* value = std::getenv("SHIMKIT_BLOB_MEMFD");
+  return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
 // 64 unpredictable bits as 16 hex digits (getrandom; never blocks once the
@@ -55,10 +81,66 @@ bool write_all(int fd, const char* p, size_t left) {
   return true;
 }
 
+// True if this process may map the file executable (a security policy can
+// refuse it for memory files; dlopen would then fail on the blob's code).
+bool executable_mapping_allowed(int fd) {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* probe = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  if (probe == MAP_FAILED) return false;
+  munmap(probe, static_cast<size_t>(page));
+  return true;
+}
+
 }  // namespace
 
 bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
-  unlink_now();
+  release();
+  if (memory_file_wanted() && write_memory_file(bytes, size)) return true;
+  return write_temp_file(bytes, size, error);
+}
+
+bool TempBlobFile::write_memory_file(const void* bytes, size_t size) {
+  int fd = memfd_create("shimkit-blob", MFD_CLOEXEC | MFD_EXEC);
+  if (fd < 0 && (errno == EINVAL || errno == EACCES))
+    fd = memfd_create("shimkit-blob", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  fds_.push_back(fd);
+  if (!write_all(fd, static_cast<const char*>(bytes), size) || !executable_mapping_allowed(fd)) {
+    release();
+    return false;
+  }
+  // dlopen takes the file by the name /proc/self/fd/<n>, and glibc looks a name
+  // up among the objects already loaded before it opens anything: a blob glibc
+  // could not unload (one whose thread_local destructors are pending, as
+  // AOTInductor blobs' are in every thread that used them) keeps its name, and
+  // reusing its number would hand back that blob. So the numbers given to
+  // memory files keep growing (up to kHighestNumber, then around again); a name
+  // still taken after all (a wrap, or someone else's) means the temp file.
+  int number = fcntl(fd, F_DUPFD_CLOEXEC, next_number());
+  if (number < 0 && errno == EINVAL) number = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // past the limit
+  if (number < 0) {
+    release();
+    return false;
+  }
+  fds_.push_back(number);
+  note_number_used(number);
+  const std::string path = "/proc/self/fd/" + std::to_string(number);
+  if (::access(path.c_str(), R_OK) != 0) {  // no /proc
+    release();
+    return false;
+  }
+  void* earlier = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (earlier != nullptr) {
+    dlclose(earlier);
+    release();
+    return false;
+  }
+  dlerror();  // a refusal here is dlopen's to report, with the real mode
+  path_ = path;
+  return true;
+}
+
+bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* error) {
   const std::string dir = temp_dir();
   int fd = -1;
   std::string path;
@@ -77,25 +159,29 @@ bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
     return false;
   }
   path_ = path;
+  unlink_path_ = path;
   if (!write_all(fd, static_cast<const char*>(bytes), size)) {
     *error = path + ": cannot write the blob's temp file: " + std::strerror(errno);
     ::close(fd);
-    unlink_now();
+    release();
     return false;
   }
   if (::close(fd) != 0) {
     *error = path + ": cannot close the blob's temp file: " + std::strerror(errno);
-    unlink_now();
+    release();
     return false;
   }
   return true;
 }
 
-void TempBlobFile::unlink_now() {
-  if (!path_.empty()) {
-    ::unlink(path_.c_str());
-    path_.clear();
+void TempBlobFile::release() {
+  if (!unlink_path_.empty()) {
+    ::unlink(unlink_path_.c_str());
+    unlink_path_.clear();
   }
+  for (const int fd : fds_) ::close(fd);
+  fds_.clear();
+  path_.clear();
 }
 
 }  // namespace shimkit

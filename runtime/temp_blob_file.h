@@ -1,13 +1,22 @@
-// A private temp file holding blob bytes for dlopen: created O_EXCL with mode
-// 0600 under an unpredictable name ($TMPDIR/shimkit-blob-<random>.so, retried
-// on a name clash), and unlinked as soon as the blob is mapped (`unlink_now`
-// right after dlopen), so no crash or kill afterwards leaves a file behind.
-// The destructor unlinks it on every error path before that.
+// The blob's bytes in a file that dlopen can map, named so that no crash or kill
+// can leave it behind:
+// - an anonymous memory file (memfd_create), dlopen'd as /proc/self/fd/<n>:
+//   nothing is ever written to disk, so nothing can be left there;
+// - where that cannot be used (no memfd_create or /proc, executable mappings of
+//   memory files refused, the name /proc/self/fd/<n> still held by a blob glibc
+//   could not unload) or with SHIMKIT_BLOB_MEMFD=0: a private temp file,
+//   created O_EXCL with mode 0600 under an unpredictable name
+//   ($TMPDIR/shimkit-blob-<random>.so, retried on a name clash) and unlinked
+//   right after dlopen. A kill during that dlopen (the blob's static
+//   initialisers run in it) can leave this one file.
+// `release` (after dlopen) and the destructor drop the name; a mapping made by
+// dlopen stays valid.
 #ifndef SHIMKIT_RUNTIME_TEMP_BLOB_FILE_H_
 #define SHIMKIT_RUNTIME_TEMP_BLOB_FILE_H_
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace shimkit {
 
@@ -16,18 +25,23 @@ class TempBlobFile {
   TempBlobFile() = default;
   TempBlobFile(const TempBlobFile&) = delete;
   TempBlobFile& operator=(const TempBlobFile&) = delete;
-  ~TempBlobFile() { unlink_now(); }
+  ~TempBlobFile() { release(); }
 
-  // Writes `bytes` to a new file; false and *error on failure (nothing left
+  // Puts `bytes` in a new file; false and *error on failure (nothing left
   // behind).
   bool write(const void* bytes, size_t size, std::string* error);
-  // The file's path while it exists (empty after unlink_now).
+  // The path to dlopen while the file exists (empty after release).
   const std::string& path() const { return path_; }
-  // Removes the name; a mapping of the file stays valid.
-  void unlink_now();
+  // Drops the file's name (unlinks the temp file, closes the memory file).
+  void release();
 
  private:
+  bool write_memory_file(const void* bytes, size_t size);
+  bool write_temp_file(const void* bytes, size_t size, std::string* error);
+
   std::string path_;
+  std::string unlink_path_;  // the temp file's name, while it has one
+  std::vector<int> fds_;     // the memory file's descriptors; path_ names the last
 };
 
 }  // namespace shimkit

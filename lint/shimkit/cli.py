@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
 from shimkit import __version__
-from shimkit.errors import ShimkitError
+from shimkit.errors import ShimkitError, Terminated
 from shimkit.escape import printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
-from shimkit.fileio import Terminated, install_termination_handlers
 
 # Subcommand name -> (module under shimkit.commands, one-line summary for the
 # top-level help). Order is the help order. Only the chosen command's module is
@@ -70,6 +70,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+def install_termination_handlers() -> None:
+    """SIGTERM and SIGHUP raise `Terminated` (where their default would kill us), so every
+    `finally` (staging folders, temp files, compiler children) runs before we exit."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _raise_terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -77,8 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return EXIT_USAGE if exc.code not in (0, None) else 0
-    # SIGTERM/SIGHUP raise like Ctrl-C does, so every `finally` (staging folders, temp
-    # files, compiler children) runs before we exit.
     install_termination_handlers()
     try:
         return int(args._run(args))

@@ -11,18 +11,17 @@ Every command that writes a file the user keeps goes through this module:
 - `private_tempdir` gives a run its own TMPDIR (e.g. for the compilers that `compile`
   starts), removed on every exit path.
 
-Staging folders and temp files carry `STAGING_MARKER` and the owner's pid in their name.
-SIGKILL cannot be caught, so a killed run may leave one: directory walks and the gate skip
-such leftovers and say so, and the next staging beside the same target removes those whose
-owner is gone. `install_termination_handlers` turns SIGTERM and SIGHUP into an exception,
-so `finally` blocks (and the cleanup above) run on them as on Ctrl-C.
+Temp files and staging folders are named by `shimkit.staging` (the owner's pid in the
+name). SIGKILL cannot be caught, so a killed run may leave one: directory walks and the
+gate skip such leftovers and say so, and the next write beside the same target removes
+those whose owner is gone. The CLI turns SIGTERM and SIGHUP into `Terminated`, so the
+`finally` blocks here run on them as on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -31,30 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from shimkit.errors import ShimkitError
-
-STAGING_MARKER = ".shimkit-staging-"
-_LEFTOVER = re.compile(r"^\.(?P<name>.*)" + re.escape(STAGING_MARKER) + r"(?P<pid>\d+)-")
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP arrived (raised in the main thread by our handler). A
-    BaseException, like KeyboardInterrupt, so `except Exception` does not swallow it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, _frame: object) -> None:
-    raise Terminated(signum)
-
-
-def install_termination_handlers() -> None:
-    """Make SIGTERM and SIGHUP raise `Terminated` where their default would kill us."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _raise_terminated)
+from shimkit.errors import ShimkitError, Terminated
+from shimkit.staging import owner_alive, parse_leftover, staging_prefix
 
 
 def _describe(exc: OSError) -> str:
@@ -113,10 +90,6 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _temp_prefix(target: Path) -> str:
-    return f".{target.name}{STAGING_MARKER}{os.getpid()}-"
-
-
 def write_atomically(
     path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None
 ) -> Path:
@@ -132,7 +105,7 @@ def write_atomically(
     final_mode = _mode_for(target, mode)
     sweep_leftovers(target.parent, target.name)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=staging_prefix(target.name), dir=target.parent)
     except OSError as exc:
         raise _unwritable(path, exc) from None
     try:
@@ -167,27 +140,6 @@ def check_output(path: Path, overwrite: bool) -> None:
         )
 
 
-def owner_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
-
-
-def leftover_owner(name: str) -> int | None:
-    """The pid in a staging folder's or temp file's name, or None if `name` is not one."""
-    match = _LEFTOVER.match(name)
-    return int(match.group("pid")) if match else None
-
-
-def is_leftover(name: str) -> bool:
-    """True for a staging folder or temp file of ours (possibly a killed run's)."""
-    return _LEFTOVER.match(name) is not None
-
-
 def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
     """Remove staging leftovers for `target_name` in `directory` whose owner is gone."""
     removed: list[Path] = []
@@ -196,10 +148,10 @@ def sweep_leftovers(directory: Path, target_name: str) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        match = _LEFTOVER.match(entry.name)
-        if not match or match.group("name") != target_name:
+        parsed = parse_leftover(entry.name)
+        if parsed is None or parsed[0] != target_name:
             continue
-        pid = int(match.group("pid"))
+        pid = parsed[1]
         if pid == os.getpid() or owner_alive(pid):
             continue
         path = Path(entry.path)
@@ -216,7 +168,7 @@ def staging_dir(beside: Path) -> Iterator[Path]:
     """A private folder beside `beside` (same file system), removed on every exit path."""
     sweep_leftovers(beside.parent, beside.name)
     try:
-        staging = Path(tempfile.mkdtemp(prefix=_temp_prefix(beside), dir=beside.parent))
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(beside.name), dir=beside.parent))
     except OSError as exc:
         raise _unwritable(beside, exc) from None
     try:
@@ -275,7 +227,7 @@ def private_tempdir(label: str) -> Iterator[Path]:
         # Interrupted: the compilers we started must not outlive us or write on
         # into the folder removed below. (Not on other errors: in a library
         # caller's process, torch's compile workers are still wanted.)
-        stop_children()
+        stop_children(carrying=f"TMPDIR={directory}")
         raise
     finally:
         if saved_env is None:
@@ -285,44 +237,104 @@ def private_tempdir(label: str) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _children_of(pid: int) -> list[int]:
-    found: list[int] = []
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter) of every process in /proc."""
+    table: dict[int, tuple[int, str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return table
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            table[int(entry)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 1 and int(fields[1]) == pid:
-            found.append(int(entry))
+    return table
+
+
+def _descendants(table: dict[int, tuple[int, str]], root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _state) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        kids = children.get(frontier.pop(), [])
+        found += kids
+        frontier += kids
     return found
 
 
-def stop_children(grace: float = 2.0) -> None:
-    """SIGTERM every live descendant process of ours and wait up to `grace` s for them."""
-    pending = _children_of(os.getpid())
-    seen: set[int] = set()
-    while pending:
-        pid = pending.pop()
-        if pid in seen:
+def _carrying(entry: str) -> list[int]:
+    """Processes whose environment holds `entry` (NAME=value) exactly."""
+    wanted = b"\0" + entry.encode() + b"\0"
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        seen.add(pid)
-        pending.extend(_children_of(pid))
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                if wanted in b"\0" + environ.read() + b"\0":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:  # our own children are reaped; the others have to exit (or be zombies)
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop_children(grace: float = 2.0, carrying: str | None = None) -> None:
+    """Stop every descendant process of ours (the compilers and their drivers), and every
+    process whose environment holds `carrying` (NAME=value), wherever it hangs now.
+
+    The processes are frozen first (SIGSTOP, rescanned until no new one shows): a gcc
+    driver told to stop while its cc1plus is running would otherwise die first and
+    orphan the cc1plus, which then writes on into a folder we remove. Orphans are why
+    `carrying` exists: Python's subprocess.run SIGKILLs its child (a gcc driver) when
+    Ctrl-C unwinds through it, before we get here, and the driver's cc1plus is then
+    init's child, found only by the private TMPDIR it inherited. Then every frozen
+    process gets SIGTERM and SIGCONT; what is still there after `grace` s gets SIGKILL.
+    """
+    frozen: list[int] = []
+    while True:
+        found = _descendants(_process_table(), os.getpid())
+        if carrying is not None:
+            found += _carrying(carrying)
+        fresh = [p for p in dict.fromkeys(found) if p not in frozen and p != os.getpid()]
+        if not fresh:
+            break
+        for pid in fresh:
+            with suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
+    for pid in frozen:
         with suppress(OSError):
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
     deadline = time.monotonic() + grace
-    for pid in seen:
-        while time.monotonic() < deadline:
-            try:  # reap our own children; others just have to disappear
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    break
-            except ChildProcessError:
-                if not os.path.exists(f"/proc/{pid}"):
-                    break
+    pending = frozen
+    while pending and time.monotonic() < deadline:
+        pending = [pid for pid in pending if not _gone(pid)]
+        if pending:
             time.sleep(0.01)
+    for pid in pending:
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pending:
+        with suppress(ChildProcessError):
+            os.waitpid(pid, 0)

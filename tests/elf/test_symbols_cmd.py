@@ -124,7 +124,8 @@ def test_usage_errors(run_shimkit) -> None:
 
 
 def test_non_utf8_symbol_names(tmp_path: Path) -> None:
-    """Raw bytes come back byte for byte in text, as \\udcXX escapes in JSON; no traceback."""
+    """Raw bytes come back byte for byte in text, as \\xNN escapes in JSON (valid Unicode,
+    lossless: shimkit.escape.restore gives the name back); no traceback."""
     import os
     import subprocess
     import sys
@@ -141,7 +142,7 @@ def test_non_utf8_symbol_names(tmp_path: Path) -> None:
         [exe, "symbols", "--format", "json", str(weird)], capture_output=True, env=env, check=False
     )
     assert raw.returncode == 0
-    assert json.loads(raw.stdout)["artifacts"][0]["imports"] == ["aoti_torch\udcffx"]
+    assert json.loads(raw.stdout)["artifacts"][0]["imports"] == ["aoti_torch\\xffx"]
 
 
 def test_warnings_reach_the_output(run_shimkit, tmp_path: Path, elf_fixtures) -> None:

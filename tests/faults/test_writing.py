@@ -17,7 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from shimkit.fileio import STAGING_MARKER, staged_output, write_atomically
+from shimkit.fileio import staged_output, write_atomically
+from shimkit.staging import STAGING_MARKER
 
 from tests.faults.conftest import (
     NOBODY,

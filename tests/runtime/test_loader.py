@@ -1,4 +1,5 @@
-"""Loader behaviour: private temp files, pre-dlopen checks, clean errors."""
+"""Loader behaviour: private blob files (memory file or temp file), pre-dlopen checks, clean
+errors."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def tmpdir_env(tmp_path: Path, monkeypatch) -> Path:
     return d
 
 
+@pytest.fixture
+def temp_file_loads(monkeypatch) -> None:
+    """Blobs go through a named temp file (the fallback where memory files cannot be used)."""
+    monkeypatch.setenv("SHIMKIT_BLOB_MEMFD", "0")
+
+
+@pytest.mark.usefixtures("temp_file_loads")
 def test_temp_file_is_gone_once_loaded(cases, tmpdir_env: Path) -> None:
     """The blob's temp file is unlinked right after dlopen: nothing is left for a
     crash or a kill to leak, while the model still runs from the mapping."""
@@ -34,6 +42,7 @@ def test_temp_file_is_gone_once_loaded(cases, tmpdir_env: Path) -> None:
     assert list(tmpdir_env.iterdir()) == []
 
 
+@pytest.mark.usefixtures("temp_file_loads")
 def test_predictable_names_cannot_block_loads(cases, tmpdir_env: Path) -> None:
     """Every name the old pid-and-counter scheme would pick is taken by someone
     else; the loader's random names (retried on a clash) still get through."""
@@ -45,7 +54,11 @@ def test_predictable_names_cannot_block_loads(cases, tmpdir_env: Path) -> None:
     assert sorted(tmpdir_env.iterdir()) == sorted(squatted)
 
 
-def test_identical_blobs_from_threads_never_share_a_path(cases, tmpdir_env: Path) -> None:
+@pytest.mark.parametrize("memfd", ["1", "0"])
+def test_identical_blobs_from_threads_never_share_a_path(
+    cases, tmpdir_env: Path, monkeypatch, memfd: str
+) -> None:
+    monkeypatch.setenv("SHIMKIT_BLOB_MEMFD", memfd)
     models: list[rt.Model] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -152,8 +165,15 @@ def test_real_unprefixed_blob_rejected(cases, tmpdir_env: Path, lint: bool, need
     _bad(cases["mlp_unprefixed"].pt2, tmpdir_env, needle, lint=lint)
 
 
-def test_dlopen_failure_cleans_up(fake_blob_dir: Path, tmpdir_env: Path) -> None:
-    _bad(fake_blob_dir / "bad_needed.so", tmpdir_env, "dlopen failed", "libshimkit_gone.so")
+@pytest.mark.parametrize("memfd", ["1", "0"])
+def test_dlopen_failure_cleans_up(
+    fake_blob_dir: Path, tmpdir_env: Path, monkeypatch, memfd: str
+) -> None:
+    monkeypatch.setenv("SHIMKIT_BLOB_MEMFD", memfd)
+    message = _bad(
+        fake_blob_dir / "bad_needed.so", tmpdir_env, "dlopen failed", "libshimkit_gone.so"
+    )
+    assert "/proc/self/fd" not in message and "shimkit-blob" not in message  # no private names
 
 
 def test_pt2_without_blob(tmp_path: Path, tmpdir_env: Path) -> None:

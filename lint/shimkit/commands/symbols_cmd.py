@@ -21,7 +21,7 @@ import sys
 from typing import Any, TextIO
 
 from shimkit.elf import ElfNames, InputError
-from shimkit.escape import printable
+from shimkit.escape import lossless_tree, printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_OK
 from shimkit.inputs import SkippedInput, iter_names
 
@@ -96,9 +96,10 @@ def render_text(artifacts: list[dict[str, Any]]) -> str:
 
 
 def render_json(artifacts: list[dict[str, Any]], errors: list[dict[str, str]]) -> str:
-    """One list item per line (indent=1): lock files diff name by name."""
+    """One list item per line (indent=1): lock files diff name by name. Names that are not
+    UTF-8 are written \\xNN (shimkit.escape.lossless), never as lone surrogates."""
     doc = {"schema": SCHEMA, "artifacts": artifacts, "errors": errors}
-    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    return json.dumps(lossless_tree(doc), indent=1, sort_keys=True) + "\n"
 
 
 def write_utf8(out: TextIO, text: str) -> None:
@@ -120,5 +121,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_utf8(sys.stdout, render_text(artifacts))
     for err in errors:
-        print(f"shimkit: error: {printable(err['path'])}: {err['message']}", file=sys.stderr)
+        print(f"shimkit: error: {printable(err['path'] + ': ' + err['message'])}", file=sys.stderr)
     return EXIT_ERROR if errors else EXIT_OK

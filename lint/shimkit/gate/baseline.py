@@ -23,6 +23,7 @@ from pathlib import Path
 from shimkit.checks import ArtifactResult, Finding
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
+from shimkit.escape import lossless_tree, restore
 
 SCHEMA = "shimkit.baseline/v1"
 
@@ -100,13 +101,19 @@ def dump_baseline(states: dict[str, ArtifactState], config: ShimConfig) -> str:
         "config": {"prefix": config.prefix, "families": list(config.families)},
         "artifacts": [states[p].as_dict() for p in sorted(states)],
     }
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+    # Names that are not UTF-8 are written \xNN (`lossless`): the file is valid Unicode
+    # JSON for any reader; load_baseline restores them.
+    return json.dumps(lossless_tree(document), indent=2, sort_keys=True) + "\n"
 
 
 def _str_list(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ShimkitError(f"{where} must be a list of strings")
     return value
+
+
+def _names(entry: dict[str, object], key: str, where: str) -> set[str]:
+    return {restore(name) for name in _str_list(entry.get(key, []), f"{where}.{key}")}
 
 
 def _no_constants(name: str) -> object:
@@ -158,9 +165,9 @@ def load_baseline(path: Path, config: ShimConfig | None = None) -> dict[str, Art
         where = f"{path}: artifacts[{index}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             raise ShimkitError(f"{where} needs a string 'path'")
-        state = ArtifactState(entry["path"])
-        state.imports = set(_str_list(entry.get("imports", []), f"{where}.imports"))
-        state.exports = set(_str_list(entry.get("exports", []), f"{where}.exports"))
+        state = ArtifactState(restore(entry["path"]))
+        state.imports = _names(entry, "imports", where)
+        state.exports = _names(entry, "exports", where)
         violations = entry.get("violations", [])
         if not isinstance(violations, list):
             raise ShimkitError(f"{where}.violations must be a list")
@@ -171,7 +178,7 @@ def load_baseline(path: Path, config: ShimConfig | None = None) -> dict[str, Art
                 and isinstance(v.get("symbol"), str)
             ):
                 raise ShimkitError(f"{where}.violations: each needs string 'rule' and 'symbol'")
-            state.violations.add((v["rule"], v["symbol"]))
+            state.violations.add((v["rule"], restore(v["symbol"])))
         if state.path in states:
             raise ShimkitError(f"{where} repeats path {state.path!r}: each artifact appears once")
         states[state.path] = state

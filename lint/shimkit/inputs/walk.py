@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shimkit.elf.model import InputError
-from shimkit.fileio import leftover_owner, owner_alive
+from shimkit.staging import leftover_owner, owner_alive
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from shimkit import __version__
 from shimkit.checks import RULES, Finding, LintResult, Severity
 from shimkit.config import ShimConfig
-from shimkit.escape import lossless_tree, printable
+from shimkit.escape import lossless, printable
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -63,10 +63,11 @@ def _rule_descriptor(index: int) -> dict[str, object]:
 def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, object]:
     outer, inner = _split(finding.location)
     logical: list[dict[str, object]] = []
+    where = lossless(finding.location)
     if inner is not None:
-        logical.append({"name": inner, "fullyQualifiedName": finding.location, "kind": "module"})
+        logical.append({"name": lossless(inner), "fullyQualifiedName": where, "kind": "module"})
     if finding.symbol is not None:
-        logical.append({"name": finding.symbol, "kind": "function"})
+        logical.append({"name": lossless(finding.symbol), "kind": "function"})
     location: dict[str, object] = {
         "physicalLocation": {"artifactLocation": _artifact_location(outer)}
     }
@@ -80,7 +81,7 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, object]:
         "message": {"text": printable(f"{name}: {finding.message}")},
         "locations": [location],
         "partialFingerprints": {
-            "shimkitFinding/v1": f"{finding.rule_id}:{finding.location}:{finding.symbol or ''}"
+            "shimkitFinding/v1": f"{finding.rule_id}:{where}:{lossless(finding.symbol or '')}"
         },
     }
 
@@ -124,4 +125,7 @@ def sarif_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
 
 
 def render_sarif(result: LintResult, config: ShimConfig) -> str:
-    return json.dumps(lossless_tree(sarif_dict(result, config)), indent=2, sort_keys=True) + "\n"
+    # Names are escaped where they enter the log: `lossless` in names and fingerprints,
+    # `printable` in message texts (escaping the whole log again would double the
+    # backslashes of the messages' escapes).
+    return json.dumps(sarif_dict(result, config), indent=2, sort_keys=True) + "\n"

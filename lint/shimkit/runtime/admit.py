@@ -34,9 +34,9 @@ def read_loadable_image(data: bytes, location: str) -> ElfImage:
         sys.byteorder == "little",
     ):
         raise ShimkitError(
-            f"{location}: a {image.machine} {image.elf_class}-bit {endian}-endian blob cannot be "
-            f"loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian host; "
-            "probe it on a matching machine (shimkit lint reads it anywhere)"
+            f"{location}: built for {image.machine} {image.elf_class}-bit {endian}-endian, so it "
+            f"cannot be loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian "
+            "host; load it on a matching machine (shimkit lint reads it anywhere)"
         )
     return image
 

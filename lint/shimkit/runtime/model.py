@@ -35,7 +35,7 @@ def _as_array(value: Any, index: int) -> np.ndarray:
         array = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise ShimkitError(f"input {index}: not an array: {exc}") from None
-    if array.dtype.kind == "O":
+    if array.dtype.kind not in "biufc":  # objects, strings, bytes, records, dates
         raise ShimkitError(f"input {index}: a {type(value).__name__} is not an array of numbers")
     return array
 
@@ -70,7 +70,7 @@ def _decline(inputs: Sequence[Any]) -> None:
 
 
 class Model:
-    """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
+    """A loaded blob. Not copyable; `close()` (or GC) unloads it."""
 
     def __init__(
         self,

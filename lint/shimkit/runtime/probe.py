@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -87,22 +86,30 @@ def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
 def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
     """Negative control: dlopen the blob directly next to libtorch, in a child.
 
-    The child gets a private copy of the blob; errors name the blob (`location`),
-    never that copy.
+    The child gets the blob in an anonymous memory file (nothing on disk for a kill to
+    leave behind); errors name the blob (`location`), never that file.
     """
-    with tempfile.TemporaryDirectory(prefix="shimkit-probe-") as tmp:
-        raw = Path(tmp) / "blob.so"
-        raw.write_bytes(data)
+    try:
+        fd = os.memfd_create("shimkit-probe-blob", os.MFD_CLOEXEC)
+    except OSError as exc:
+        raise ShimkitError(f"{location}: cannot create a memory file: {exc.strerror}") from None
+    raw = f"/proc/self/fd/{fd}"
+    try:
+        with open(fd, "wb", closefd=False) as handle:
+            handle.write(data)
         proc = subprocess.run(
-            [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", str(raw)],
+            [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", raw],
             capture_output=True,
             text=True,
             timeout=300,
             check=False,
+            pass_fds=(fd,),
         )
+    finally:
+        os.close(fd)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        last = last.replace(str(raw), "the blob")
+        last = last.replace(raw, "the blob")
         raise ShimkitError(f"{location}: opening it raw next to libtorch failed: {last}")
     return [Binding(**b) for b in json.loads(proc.stdout.strip().splitlines()[-1])]
 
