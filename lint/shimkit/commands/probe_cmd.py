@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from shimkit.exitcodes import EXIT_UNPREFIXED
@@ -24,11 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.config:
-        os.environ["SHIMKIT_CONFIG"] = str(args.config)
+    from shimkit.config import load_config
     from shimkit.runtime.probe import probe
 
-    report = probe(args.blob, with_libtorch=not args.no_libtorch)
+    report = probe(args.blob, config=load_config(args.config), with_libtorch=not args.no_libtorch)
     code = 0 if report.ok else EXIT_UNPREFIXED
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import time
 from pathlib import Path
 
@@ -73,11 +72,10 @@ def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.config:
-        os.environ["SHIMKIT_CONFIG"] = str(args.config)
+    from shimkit.config import load_config
     from shimkit.runtime import load
 
-    model = load(args.blob, lint=not args.no_lint)
+    model = load(args.blob, lint=not args.no_lint, config=load_config(args.config))
     with model:
         if args.zeros:
             specs = model.input_specs

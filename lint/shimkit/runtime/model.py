@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
 from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
@@ -71,8 +72,15 @@ def _decline(inputs: Sequence[Any]) -> None:
 class Model:
     """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
 
-    def __init__(self, source: BlobSource, variant: str = "release", lint: bool = True) -> None:
+    def __init__(
+        self,
+        source: BlobSource,
+        variant: str = "release",
+        lint: bool = True,
+        config: ShimConfig | None = None,
+    ) -> None:
         self.source = source
+        self._config = config
         self._handle: ctypes.c_void_p | None = None
         self._lock: Any = threading.Lock()
         self._fast: Any = None  # the C extension's Runner, if any
@@ -141,9 +149,15 @@ class Model:
             self._lock = self._fast
 
     def _lint(self) -> None:
-        """The shimkit linter, in process, before anything is loaded."""
-        from shimkit.config import load_config
-        from shimkit.runtime.probe import lint_errors, read_loadable_image
+        """The shimkit linter, in process, before anything is loaded: with the prefix the
+        runtime serves (a blob for another prefix gets one line saying so)."""
+        from shimkit.runtime.probe import (
+            check_served_prefix,
+            default_config,
+            lint_errors,
+            read_loadable_image,
+            served_config,
+        )
 
         provider = self._rt.provider_path()
         if provider is None:
@@ -153,7 +167,9 @@ class Model:
         except ShimkitError as exc:
             why = str(exc).removeprefix(f"{self._where()}: ")
             raise ShimkitError(f"{self._where()}: rejected by the linter: {why}") from None
-        errors = lint_errors(image, load_config(), provider)
+        config = served_config(self._rt, self._config or default_config())
+        check_served_prefix(image, config, self._where())
+        errors = lint_errors(image, config, provider)
         if errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             first = errors[0].removeprefix(f"{self._where()}: ")
@@ -359,11 +375,18 @@ def _install_fast_method(ext: ModuleType) -> None:
         setattr(Model, "__call__", ext.FastMethod(current))  # noqa: B010
 
 
-def load(path: str | os.PathLike[str], *, variant: str = "release", lint: bool = True) -> Model:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    variant: str = "release",
+    lint: bool = True,
+    config: ShimConfig | None = None,
+) -> Model:
     """Load a `.pt2` package or a blob `.so` onto the slim runtime.
 
-    With `lint` (default) the shimkit linter checks the blob in process first;
-    the C loader then checks its ELF imports and entry points itself before
-    dlopen either way.
+    With `lint` (default) the shimkit linter checks the blob in process first,
+    against the prefix the runtime serves (`config` gives the shim families;
+    default: shimkit's own prefix file); the C loader then checks its ELF
+    imports and entry points itself before dlopen either way.
     """
-    return Model(read_blob(Path(path)), variant=variant, lint=lint)
+    return Model(read_blob(Path(path)), variant=variant, lint=lint, config=config)

@@ -24,6 +24,7 @@ from shimkit.elf.image import ElfImage
 from shimkit.errors import ShimkitError
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
+from shimkit.runtime.capi import RuntimeLib
 
 
 @dataclass
@@ -103,6 +104,44 @@ def read_loadable_image(data: bytes, location: str) -> ElfImage:
     return image
 
 
+def default_config() -> ShimConfig:
+    """shimkit's own prefix file (the families; the prefix comes from the runtime)."""
+    from shimkit.config import default_config_file
+
+    return load_config(default_config_file())
+
+
+def served_config(rt: RuntimeLib, config: ShimConfig) -> ShimConfig:
+    """`config` with the prefix the runtime serves: a blob is judged against the
+    libraries that will run it, whichever prefix file the working directory has."""
+    return config.with_prefix(rt.prefix(), f"served by {rt.paths.runtime}")
+
+
+def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> None:
+    """One line when the blob's shims carry another prefix than the runtime serves: which
+    prefix this runtime serves, and how to get a runtime for the blob's."""
+    from shimkit.checks.known_shims import known_shim_names, shim_prefix
+
+    known = known_shim_names()
+    if known is None:
+        return
+    found: dict[str, str] = {}
+    for symbol in image.imports:
+        prefix = shim_prefix(symbol.name, served.families, known)
+        if prefix and prefix != served.prefix:
+            found.setdefault(prefix, symbol.name)
+    if not found:
+        return
+    other = sorted(found)[0]
+    raise ShimkitError(
+        f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
+        f"this runtime serves prefix {served.prefix}: build shims and a runtime for {other} "
+        "from your shim_symbol_prefix.bzl (docs/adopting.md: CMake shimkit_shim_library or "
+        f"the Bazel macros) and set $SHIMKIT_LIB_DIR to them, or compile the blob for "
+        f"{served.prefix}"
+    )
+
+
 def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
     """Error findings of the shimkit linter for a blob about to be loaded."""
     from shimkit.checks import LintContext, Severity, lint_image
@@ -155,13 +194,20 @@ def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
     return [Binding(**b) for b in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
-def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> ProbeReport:
-    """Lint, load and inspect one blob; see the module docstring."""
+def probe(
+    path: str | Path,
+    *,
+    config: ShimConfig | None = None,
+    with_libtorch: bool = True,
+    run: bool = True,
+) -> ProbeReport:
+    """Lint, load and inspect one blob; see the module docstring. `config` gives the shim
+    families (default: shimkit's own prefix file); the prefix is the runtime's."""
     import numpy as np
 
     from shimkit.runtime.model import Model
 
-    config = load_config()
+    families = config or default_config()
     libtorch = load_libtorch_global() if with_libtorch else None
     source = read_blob(path)
     location = f"{source.path}!{source.member}" if source.member else str(source.path)
@@ -173,6 +219,8 @@ def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> 
         raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
     provider = os.path.realpath(provider_path)
     image = read_loadable_image(source.data, location)
+    config = served_config(rt, families)
+    check_served_prefix(image, config, location)
     report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
     report.lint_errors = lint_errors(image, config, Path(provider))
     wanted = _shim_imports(image, config)
@@ -181,7 +229,7 @@ def probe(path: str | Path, *, with_libtorch: bool = True, run: bool = True) -> 
             raw = _raw_bindings_in_child(source.data, location)
             report.bindings = [b for b in raw if b.symbol in wanted]
         return report
-    model = Model(source, lint=False)
+    model = Model(source, lint=False, config=config)
     try:
         report.loaded_by_runtime = True
         base = int(rt.lib.shimkit_model_load_base(model._handle))
