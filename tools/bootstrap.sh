@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  binutils patchelf libopenblas-dev libdnnl-dev python3-dev
+  binutils patchelf libopenblas-dev libdnnl-dev python3-dev cmake ninja-build g++
 )
 
 missing=()

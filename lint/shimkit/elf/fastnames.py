@@ -1,6 +1,7 @@
 """The C helper behind the names-only reader: sorted import and export names in one pass.
 
-`_fastnames.c` (next to this file) is compiled with gcc on first use into
+A wheel ships it built (`shimkit/_native/python/`, by CMake at wheel-build time). In a
+checkout, `_fastnames.c` (next to this file) is compiled with gcc on first use into
 `$SHIMKIT_CACHE_DIR` (else `$XDG_CACHE_HOME/shimkit`, else `~/.cache/shimkit`),
 in a directory named by a hash of the source, the flags and the interpreter's
 ABI, under a file lock; later processes load it after checking its size and
@@ -177,6 +178,13 @@ def build() -> str:
     return target
 
 
+def shipped() -> str | None:
+    """The helper built with the package (a wheel), or None."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(package, "_native", "python", MODULE + _suffix())
+    return path if os.path.isfile(path) else None
+
+
 def _load(path: str) -> ModuleType:
     from importlib.machinery import ExtensionFileLoader, ModuleSpec
 
@@ -198,7 +206,7 @@ def helper() -> ModuleType | None:
         return _STATE[MODULE]
     module: ModuleType | None = None
     try:
-        module = _load(build())
+        module = _load(shipped() or build())
     except (OSError, ImportError) as exc:
         _ERROR[:] = [" ".join(str(exc).split())]
     _STATE[MODULE] = module
