@@ -225,7 +225,12 @@ _CONSTANTS = (
 
 
 def _evaluate_bzl(path: Path) -> dict[str, object]:
-    import starlark as sl  # imported lazily: only config reads need it
+    try:
+        import starlark as sl  # imported lazily: only config reads need it
+    except ImportError:
+        raise ShimkitError(
+            f"{path}: reading a prefix file needs starlark-pyo3 (pip install starlark-pyo3)"
+        ) from None
 
     try:
         source = path.read_text(encoding="utf-8")
