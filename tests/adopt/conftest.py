@@ -170,13 +170,34 @@ def copy_acme(dest: Path, blob: Path) -> Path:
     return dest
 
 
-def git_commit_all(repo: Path, message: str) -> None:
+def git_commit_all(repo: Path, message: str) -> str:
+    """Commit everything in `repo` (made a repository if needed); returns the commit. Fixed
+    names and dates: the same tree gives the same commit."""
     env = dict(os.environ, GIT_AUTHOR_NAME="acme", GIT_AUTHOR_EMAIL="acme@example.com")
     env.update(GIT_COMMITTER_NAME="acme", GIT_COMMITTER_EMAIL="acme@example.com")
+    env.update(GIT_AUTHOR_DATE="2026-01-01T00:00:00Z", GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
     if not (repo / ".git").exists():
         ok(run(["git", "init", "-q", "-b", "main"], cwd=repo, env=env))
     ok(run(["git", "add", "-A"], cwd=repo, env=env))
     ok(run(["git", "commit", "-q", "--allow-empty", "-m", message], cwd=repo, env=env))
+    return ok(run(["git", "rev-parse", "HEAD"], cwd=repo, env=env)).stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def shimkit_snapshot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """This working tree as a repository of one commit: what pre-commit clones. (try-repo's
+    own snapshot of uncommitted changes leaves out new files, and makes a new commit, so a
+    new hook environment, on every run.)"""
+    listed = ok(
+        run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
+    ).stdout
+    snapshot = tmp_path_factory.mktemp("shimkit-snapshot") / "shimkit"
+    for relpath in filter(None, listed.split("\0")):
+        source = ROOT / relpath
+        if source.is_file() and not source.is_symlink():
+            (snapshot / relpath).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, snapshot / relpath)
+    return snapshot, git_commit_all(snapshot, "shimkit working tree")
 
 
 @dataclass(frozen=True)
