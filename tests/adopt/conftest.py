@@ -184,14 +184,16 @@ def git_commit_all(repo: Path, message: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def shimkit_snapshot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def shimkit_snapshot() -> tuple[Path, str]:
     """This working tree as a repository of one commit: what pre-commit clones. (try-repo's
-    own snapshot of uncommitted changes leaves out new files, and makes a new commit, so a
-    new hook environment, on every run.)"""
+    own snapshot of uncommitted changes leaves out new files.) At a fixed path with a
+    reproducible commit, so pre-commit's store (build/adopt) reuses its environment while
+    the sources stay the same."""
     listed = ok(
         run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
     ).stdout
-    snapshot = tmp_path_factory.mktemp("shimkit-snapshot") / "shimkit"
+    snapshot = CACHE / "shimkit-snapshot"
+    shutil.rmtree(snapshot, ignore_errors=True)
     for relpath in filter(None, listed.split("\0")):
         source = ROOT / relpath
         if source.is_file() and not source.is_symlink():
