@@ -74,6 +74,7 @@ NATIVE_LIBRARIES = {
         "headers": [
             "runtime/blob_loader_common.h",
             "runtime/elf_imports.h",
+            "runtime/shim_families.h",
             "runtime/temp_blob_file.h",
         ],
         "exported_headers": ["runtime/shimkit_runtime.h"],
@@ -137,6 +138,7 @@ NATIVE_LIBRARIES = {
         "headers": [
             "runtime/blob_loader_common.h",
             "runtime/elf_imports.h",
+            "runtime/shim_families.h",
             "runtime/temp_blob_file.h",
             "shims/aoti_shim_abi.h",
             "shims/cuda/aoti_shim_cuda_abi.h",
@@ -149,9 +151,11 @@ NATIVE_LIBRARIES = {
     },
 }
 
-# CPython extension modules of the `shimkit` package (C, built with the package:
-# the wheel, or the development build; hidden visibility but for PyInit_*).
-# `numpy`: needs numpy's C headers.
+# CPython extension modules (C) built with the `shimkit` package, by CMake: at
+# wheel-build time, and for an editable install. `package`: the package the module
+# is imported from (`shimkit.elf._symnames`); None: loaded by path from the native
+# runtime's folder (shimkit/_native/python/ in a wheel, the runtime build in a
+# checkout). `numpy`: needs numpy's C headers. Hidden visibility but for PyInit_*.
 PYTHON_EXTENSIONS = {
     # Model's hot call (shimkit.runtime.fastcall).
     "_shimkit_fastcall": {
@@ -159,13 +163,15 @@ PYTHON_EXTENSIONS = {
         "headers": ["runtime/shimkit_runtime.h"],
         "copts": ["-O2"],
         "numpy": True,
+        "package": None,
     },
-    # The names-only ELF reader's helper (shimkit.elf.fastnames).
-    "_shimkit_fastnames": {
-        "srcs": ["lint/shimkit/elf/_fastnames.c"],
+    # The ELF reader's optional compiled part (shimkit.elf.symtab; docs/development.md).
+    "_symnames": {
+        "srcs": ["lint/shimkit/elf/_symnames.c"],
         "headers": [],
-        "copts": ["-O3"],
+        "copts": ["-O2"],
         "numpy": False,
+        "package": "shimkit.elf",
     },
 }
 

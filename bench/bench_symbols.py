@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """`shimkit symbols` on torch's libtorch_cpu.so vs `nm -D --defined-only`, measured in one run.
 
-Whole processes (what a CI job pays) and in-process stages. Prints the median
-of --repeat runs of each, and the ratios. shimkit runs with its C helper
-(shimkit.elf.fastnames; built before the timed runs if need be) and, for
-comparison, without it (SHIMKIT_FASTNAMES=0). Usage:
+Whole processes (what a CI job pays), taking turns in every round so that a load
+spike on a shared machine hits all of them alike; medians. shimkit runs with the
+reader's compiled names module (shimkit.elf._symnames, built by `pip install`) and,
+for comparison, without it (SHIMKIT_ELF_ACCEL=0: the pure-Python reader). Then the
+reader in-process. Target (issue 12): the whole `shimkit symbols` process at most
+1.2x nm's time. Usage:
 
-    .venv/bin/python bench/bench_symbols.py [--repeat 5] [--pyelftools] [--lib PATH]
+    .venv/bin/python bench/bench_symbols.py [--repeat 21] [--pyelftools] [--lib PATH]
 """
 
 from __future__ import annotations
@@ -14,19 +16,17 @@ from __future__ import annotations
 import argparse
 import compileall
 import importlib.util
-import mmap
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-FASTNAMES_ENV = "SHIMKIT_FASTNAMES"  # 0: shimkit's pure-Python names reader
-
 ROOT = Path(__file__).resolve().parents[1]
+ACCEL_ENV = "SHIMKIT_ELF_ACCEL"  # 0: the reader's pure-Python path
+TARGET = 1.2  # shimkit symbols may take at most this multiple of nm's time
 
 
 def default_lib() -> Path:
@@ -48,34 +48,24 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
 def interleaved(
     commands: list[tuple[list[str], dict[str, str]]], repeat: int
 ) -> list[tuple[float, float]]:
-    """(median, min) seconds per (argv, extra environment), the commands taking turns in
-    every round so that a load spike on the shared machine hits all of them alike."""
+    """(median, min) seconds per (argv, extra environment), the commands taking turns (exit
+    codes are not checked: the start-up floor's `symbols /dev/null` exits 1)."""
     samples: list[list[float]] = [[] for _ in commands]
     for _ in range(repeat):
         for (argv, extra), into in zip(commands, samples, strict=True):
             env = {**os.environ, **extra}
             start = time.perf_counter()
             subprocess.run(
-                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False
             )
             into.append(time.perf_counter() - start)
     return [(statistics.median(s), min(s)) for s in samples]
 
 
-@contextmanager
-def python_only() -> Iterator[None]:
-    """shimkit's pure-Python names reader (the C helper off)."""
-    os.environ[FASTNAMES_ENV] = "0"
-    try:
-        yield
-    finally:
-        del os.environ[FASTNAMES_ENV]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", type=Path, default=None)
-    parser.add_argument("--repeat", type=int, default=11)
+    parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--pyelftools", action="store_true", help="also time pyelftools (~5 s)")
     args = parser.parse_args()
     lib = args.lib or default_lib()
@@ -86,72 +76,52 @@ def main() -> int:
     # user's process pays. (Existing .pyc files are read even with that variable set.)
     compileall.compile_dir(str(ROOT / "lint" / "shimkit"), quiet=1)
 
-    from shimkit.elf import fastnames, read_elf, read_elf_names
-    from shimkit.elf.reader import read_elf_names_vectorized
+    from shimkit.elf import read_elf, read_elf_names
+    from shimkit.elf.symtab import accelerator
 
-    os.environ.pop(FASTNAMES_ENV, None)
-    helper = fastnames.helper()  # built here (once per source) if need be, not in a timed run
-    print(f"# C helper: {helper.__file__ if helper else fastnames.load_error()}")
-    with lib.open("rb") as handle:
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    names = read_elf_names(memoryview(mapped), str(lib))
+    os.environ.pop(ACCEL_ENV, None)
+    module = accelerator()
+    print(f"# compiled names module: {module.__file__ if module else 'NOT BUILT (pip install)'}")
+    print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     py = sys.executable
-    symbols = [str(shimkit), "symbols", "--format", "json", str(lib)]
+    nm = ["nm", "-D", "--defined-only", str(lib)]
+    text = [str(shimkit), "symbols", str(lib)]
+    json = [str(shimkit), "symbols", "--format", "json", str(lib)]
     processes: list[tuple[str, list[str], dict[str, str]]] = [
-        ("nm -D --defined-only (process)", ["nm", "-D", "--defined-only", str(lib)], {}),
-        ("shimkit symbols --format json (process)", symbols, {}),
+        ("nm -D --defined-only", nm, {}),
+        ("shimkit symbols (text)", text, {}),
+        ("shimkit symbols --format json", json, {}),
+        ("shimkit symbols (text), pure Python", text, {ACCEL_ENV: "0"}),
+        ("floor: python -c pass", [py, "-c", "pass"], {}),
         (
-            "python -m shimkit.commands.symbols_cmd --format json (process)",
-            [py, "-m", "shimkit.commands.symbols_cmd", "--format", "json", str(lib)],
+            "floor: shimkit symbols /dev/null (start-up, exits 1)",
+            [str(shimkit), "symbols", os.devnull],
             {},
         ),
-        (
-            "shimkit symbols, SHIMKIT_FASTNAMES=0: pure Python (process)",
-            symbols,
-            {FASTNAMES_ENV: "0"},
-        ),
-        ("floor: python -c pass (process)", [py, "-c", "pass"], {}),
-        (
-            "floor: python -c 'import shimkit.commands.symbols_cmd' (process)",
-            [py, "-c", "import shimkit.commands.symbols_cmd"],
-            {},
-        ),
-        ("python -c 'import numpy' (process)", [py, "-c", "import numpy"], {}),
     ]
     measured = interleaved([(argv, env) for _, argv, env in processes], args.repeat)
-    rows: list[tuple[str, float]] = [
-        (label, med) for (label, _, _), (med, _) in zip(processes, measured, strict=True)
+    load_after = os.getloadavg()
+    data = lib.read_bytes()
+    rows: list[tuple[str, float, float | None]] = [
+        (label, med, low) for (label, _, _), (med, low) in zip(processes, measured, strict=True)
     ]
-    fastest = {label: low for (label, _, _), (_, low) in zip(processes, measured, strict=True)}
 
     def python_names() -> object:
-        with python_only():
-            return read_elf_names(memoryview(mapped), "x")
+        os.environ[ACCEL_ENV] = "0"
+        try:
+            return read_elf_names(data, "x")
+        finally:
+            del os.environ[ACCEL_ENV]
 
+    names = read_elf_names(data, str(lib))
     rows += [
+        ("in-process: read_elf_names", timed(lambda: read_elf_names(data, "x"), args.repeat), None),
+        ("in-process: read_elf_names, pure Python", timed(python_names, args.repeat), None),
+        ("in-process: read_elf (Symbols + versions)", timed(lambda: read_elf(data, "x"), 5), None),
         (
-            "read_elf_names, C helper: names stay packed (in-process)",
-            timed(lambda: read_elf_names(memoryview(mapped), "x"), args.repeat),
-        ),
-        (
-            "read_elf_names, C helper + lists of str (in-process)",
-            timed(lambda: read_elf_names(memoryview(mapped), "x").exports, args.repeat),
-        ),
-        ("read_elf_names, pure Python (in-process)", timed(python_names, args.repeat)),
-        (
-            "read_elf_names_vectorized, numpy (in-process)",
-            timed(lambda: read_elf_names_vectorized(memoryview(mapped), "x"), args.repeat),
-        ),
-        (
-            "read_elf, Symbol objects + versions (in-process)",
-            timed(lambda: read_elf(memoryview(mapped), "x"), args.repeat),
-        ),
-        (
-            "read_elf, name_prefixes=shim families (in-process)",
-            timed(
-                lambda: read_elf(memoryview(mapped), "x", name_prefixes=("aoti_torch_", "torch_")),
-                args.repeat,
-            ),
+            "in-process: read_elf(name_prefixes=shim families)",
+            timed(lambda: read_elf(data, "x", name_prefixes=("aoti_torch_", "torch_")), 5),
+            None,
         ),
     ]
     if args.pyelftools:
@@ -161,28 +131,25 @@ def main() -> int:
             with lib.open("rb") as f:
                 return sum(1 for s in ELFFile(f).get_section_by_name(".dynsym").iter_symbols())
 
-        rows.append(("pyelftools .dynsym iteration (in-process)", timed(pyelftools_names, 1)))
+        rows.append(("in-process: pyelftools .dynsym iteration", timed(pyelftools_names, 1), None))
     print(
-        f"# {lib} ({lib.stat().st_size / 1e6:.0f} MB, {len(names.exports)} exports, "
-        f"{len(names.imports)} imports), median of {args.repeat} (processes take turns)"
+        f"# {lib} ({lib.stat().st_size / 1e6:.0f} MB, {len(names.exports)} exported names, "
+        f"{len(names.imports)} imported), median of {args.repeat}, processes taking turns"
     )
-    for label, seconds in rows:
-        low = fastest.get(label)
+    for label, seconds, low in rows:
         extra = f"   (min {low * 1000:.1f})" if low is not None else ""
-        print(f"{label:66s} {seconds * 1000:9.1f} ms{extra}")
-    table = dict(rows)
-    nm, whole = table[processes[0][0]], table[processes[1][0]]
-    print(f"ratio nm / shimkit symbols (process): {nm / whole:.2f}  (>1: shimkit is faster)")
-    low_ratio = fastest[processes[0][0]] / fastest[processes[1][0]]
-    print(f"ratio nm / shimkit symbols (process, fastest runs): {low_ratio:.2f}")
-    direct = table[processes[2][0]]
-    print(f"ratio nm / symbols_cmd module (process): {nm / direct:.2f}")
-    pure = table[processes[3][0]]
-    print(f"ratio nm / shimkit symbols, pure Python (process): {nm / pure:.2f}")
-    names_only = table["read_elf_names, C helper: names stay packed (in-process)"]
-    print(f"ratio nm / read_elf_names (in-process): {nm / names_only:.2f}")
-    if args.pyelftools:
-        print(f"ratio pyelftools / read_elf_names: {rows[-1][1] / names_only:.1f}")
+        print(f"{label:52s} {seconds * 1000:9.1f} ms{extra}")
+    print(f"# load average after: {' '.join(f'{x:.2f}' for x in load_after)}")
+    table = {label: med for label, med, _ in rows}
+    nm_time = table["nm -D --defined-only"]
+    for label in (
+        "shimkit symbols (text)",
+        "shimkit symbols --format json",
+        "shimkit symbols (text), pure Python",
+    ):
+        ratio = table[label] / nm_time
+        verdict = "met" if ratio <= TARGET else "MISSED"
+        print(f"{label} / nm: {ratio:.2f}x  [target <= {TARGET}x: {verdict}]")
     return 0
 
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/elf_imports.h"
+#include "runtime/shim_families.h"
 #include "runtime/shimkit_runtime.h"
 #include "runtime/temp_blob_file.h"
 #include "shims/aoti_shim_abi.h"
@@ -65,9 +66,12 @@ inline bool strip_prefix(const std::string& name, std::string* bare) {
   return false;
 }
 
+// True when `bare` starts with a family of SHIM_SYMBOL_FAMILIES (the generated list).
 inline bool is_shim_family(const std::string& bare) {
-  return bare.rfind("aoti_torch_", 0) == 0 || bare.rfind("torch_", 0) == 0 ||
-         bare.rfind("aoti_record_", 0) == 0;
+  for (const char* family : kShimFamilies) {
+    if (bare.rfind(family, 0) == 0) return true;
+  }
+  return false;
 }
 
 // Path of the object that holds `address`, or "?".

@@ -105,6 +105,7 @@ def render_cmake(build: NativeBuild) -> str:
         lines.append(f"set({var}_HEADERS {_cmake_list(list(ext.get('headers', [])))})")
         lines.append(f"set({var}_COPTS {_cmake_list(list(ext.get('copts', [])))})")
         lines.append(f"set({var}_NUMPY {'ON' if ext.get('numpy') else 'OFF'})")
+        lines.append(f"set({var}_PACKAGE {_cmake_list([ext.get('package') or ''])})")
     return "\n".join(lines) + "\n"
 
 

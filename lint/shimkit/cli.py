@@ -6,20 +6,16 @@ Each command module defines `HELP` (one line), `add_arguments(parser)` and
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
+from collections.abc import Sequence
 
 from shimkit import __version__
 from shimkit.errors import ShimkitError
 from shimkit.escape import printable
 from shimkit.exitcodes import EXIT_ERROR, EXIT_USAGE
 from shimkit.fileio import Terminated, install_termination_handlers
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable, Sequence
-    from typing import Any
 
 # Subcommand name -> (module under shimkit.commands, one-line summary for the
 # top-level help). Order is the help order. Only the chosen command's module is
@@ -64,8 +60,6 @@ def _merge_config(args: argparse.Namespace) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the subcommand it names gets its arguments."""
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="shimkit",
         description="Private, prefixed AOTInductor shim ABI: config, lint, gate, AOT helpers.",
@@ -89,36 +83,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _simple_symbols(argv: list[str]) -> tuple[Callable[[Any], int], Any] | None:
-    """`shimkit symbols` with a usual command line: parsed without argparse (its import
-    is a measurable part of the command's start-up); None: argparse parses it."""
-    if argv[:1] != ["symbols"]:
-        return None
-    from shimkit.commands import symbols_cmd
-
-    args = symbols_cmd.parse_simple(argv[1:])
-    return None if args is None else (symbols_cmd.run, args)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    simple = _simple_symbols(argv)
-    if simple is not None:
-        command, args = simple
-    else:
-        parser = build_parser(argv)
-        try:
-            args = parser.parse_args(argv)
-        except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
-            return EXIT_USAGE if exc.code not in (0, None) else 0
-        command = args._run
+    parser = build_parser(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return EXIT_USAGE if exc.code not in (0, None) else 0
     # SIGTERM/SIGHUP raise like Ctrl-C does, so every `finally` (staging folders, temp
     # files, compiler children) runs before we exit.
     install_termination_handlers()
     try:
-        if simple is None:
-            args.config = _merge_config(args)
-        return int(command(args))
+        args.config = _merge_config(args)
+        return int(args._run(args))
     except ShimkitError as exc:
         print(f"shimkit: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR

@@ -130,6 +130,7 @@ def write_atomically(
     target = write_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     final_mode = _mode_for(target, mode)
+    sweep_leftovers(target.parent, target.name)
     try:
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), dir=target.parent)
     except OSError as exc:
@@ -159,6 +160,11 @@ def check_output(path: Path, overwrite: bool) -> None:
         raise ShimkitError(f"{path}: output exists; pass --force to replace it")
     if not path.parent.is_dir():
         raise ShimkitError(f"{path}: output directory {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ShimkitError(
+            f"{path}: cannot write into {path.parent}: permission denied; "
+            "make it writable or write elsewhere"
+        )
 
 
 def owner_alive(pid: int) -> bool:

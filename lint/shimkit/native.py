@@ -5,13 +5,14 @@ time from the one build description (CMakeLists.txt over native_sources.bzl):
 
     lib/libshimkit_shims.so, lib/libshimkit_runtime.so   the slim CPU runtime
     bin/shimkit-run-blob                                  the smallest blob runner
-    python/_shimkit_fastcall*.so, _shimkit_fastnames*.so  the C helpers of the package
+    python/_shimkit_fastcall*.so                          Model's fast call (loaded by path)
     include/shims/aoti_shim_rename.h, ...                 headers for shim libraries
     share/cmake/shimkit/                                  the CMake package
     share/shimkit/shim_symbol_prefix.bzl                  the prefix file they were built for
 
-An editable install (development) has none of these: its checkout has the
-sources, and `shimkit.runtime.build` builds them from the same CMake
+(Extension modules imported from a package, `shimkit.elf._symnames`, sit in that
+package.) An editable install (development) has none of these: its checkout has
+the sources, and `shimkit.runtime.build` builds them from the same CMake
 description into build/native/. Under Bazel the linter runs from runfiles laid
 out like the checkout (lint/shimkit next to shims/ and rules/).
 """

@@ -23,23 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from shimkit.cache import cache_root
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 from shimkit.inputs.filedata import FileChanged, read_file_data
 
-CACHE_ENV = "SHIMKIT_CACHE_DIR"
 CACHE_VERSION = "reference-v1"
 _EDGE = 64 * 1024
 _TORCH_LIB_PATTERNS = ("libtorch*.so*", "libc10*.so*")
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "shimkit"
 
 
 def torch_library_dir() -> Path | None:
@@ -192,7 +183,7 @@ def load_export_hashes(path: Path, *, use_cache: bool = True) -> np.ndarray:
     """The hashed dynamic export names of `path`, from the cache when warm."""
     if not path.is_file():
         raise ShimkitError(f"{path}: reference library does not exist")
-    entry = cache_dir() / CACHE_VERSION / f"{fingerprint(path)}.npy"
+    entry = cache_root() / CACHE_VERSION / f"{fingerprint(path)}.npy"
     if use_cache:
         cached = _load_cached(entry)
         if cached is not None:

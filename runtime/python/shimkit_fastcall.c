@@ -400,113 +400,6 @@ static PyTypeObject RunnerType = {
     .tp_new = PyType_GenericNew,
 };
 
-/* FastMethod(fallback): Model.__call__ in C. A method descriptor, so calling a
- * Model goes straight here with (model, *inputs), no Python frame: it runs
- * model._fast (a Runner) on the inputs; when that does not finish the call
- * (declined, failed, partial) it returns model._not_fast(inputs, result), and
- * when the model has no Runner (or keyword arguments come) it calls
- * fallback(model, *inputs), the Python implementation. */
-typedef struct {
-  PyObject_HEAD PyObject* fallback;
-  vectorcallfunc vectorcall;
-} FastMethod;
-
-static PyObject* str_fast;     /* "_fast" */
-static PyObject* str_not_fast; /* "_not_fast" */
-
-static PyObject* FastMethod_vectorcall(FastMethod* self, PyObject* const* args, size_t nargsf,
-                                       PyObject* kwnames) {
-  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  if (nargs < 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-  }
-  PyObject* model = args[0];
-  PyObject* runner = PyObject_GetAttr(model, str_fast);
-  if (runner == NULL) {
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
-    PyErr_Clear();
-  }
-  if (runner == NULL || Py_TYPE(runner) != &RunnerType) {
-    Py_XDECREF(runner);
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-  }
-  /* args[1:] stay alive for the call: the caller owns them. */
-  PyObject* result = run_args((Runner*)runner, args + 1, nargs - 1);
-  if (result == NULL || PyList_CheckExact(result)) {
-    Py_DECREF(runner);
-    return result;
-  }
-  PyObject* inputs = PyTuple_New(nargs - 1);
-  if (inputs == NULL) {
-    if (PyTuple_Check(result)) PyThread_release_lock(((Runner*)runner)->lock); /* partial */
-    Py_DECREF(runner);
-    Py_DECREF(result);
-    return NULL;
-  }
-  Py_DECREF(runner);
-  for (Py_ssize_t i = 1; i < nargs; ++i) {
-    Py_INCREF(args[i]);
-    PyTuple_SET_ITEM(inputs, i - 1, args[i]);
-  }
-  PyObject* done = PyObject_CallMethodObjArgs(model, str_not_fast, inputs, result, NULL);
-  Py_DECREF(inputs);
-  Py_DECREF(result);
-  return done;
-}
-
-static int FastMethod_init(FastMethod* self, PyObject* args, PyObject* kwds) {
-  PyObject* fallback;
-  static char* kwlist[] = {"fallback", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", kwlist, &fallback)) return -1;
-  if (!PyCallable_Check(fallback)) {
-    PyErr_SetString(PyExc_TypeError, "FastMethod: fallback must be callable");
-    return -1;
-  }
-  Py_INCREF(fallback);
-  Py_XSETREF(self->fallback, fallback);
-  self->vectorcall = (vectorcallfunc)FastMethod_vectorcall;
-  return 0;
-}
-
-static void FastMethod_dealloc(FastMethod* self) {
-  Py_XDECREF(self->fallback);
-  Py_TYPE(self)->tp_free((PyObject*)self);
-}
-
-static PyObject* FastMethod_get(PyObject* self, PyObject* obj, PyObject* type) {
-  (void)type;
-  if (obj == NULL || obj == Py_None) {
-    Py_INCREF(self);
-    return self;
-  }
-  return PyMethod_New(self, obj);
-}
-
-static PyObject* FastMethod_get_fallback(FastMethod* self, void* closure) {
-  (void)closure;
-  if (self->fallback == NULL) Py_RETURN_NONE;
-  Py_INCREF(self->fallback);
-  return self->fallback;
-}
-
-static PyGetSetDef FastMethod_getset[] = {
-    {"fallback", (getter)FastMethod_get_fallback, NULL, "the Python implementation", NULL},
-    {NULL, NULL, NULL, NULL, NULL}};
-
-static PyTypeObject FastMethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_shimkit_fastcall.FastMethod",
-    .tp_basicsize = sizeof(FastMethod),
-    .tp_dealloc = (destructor)FastMethod_dealloc,
-    .tp_vectorcall_offset = offsetof(FastMethod, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "Model.__call__ in C (see the module source).",
-    .tp_descr_get = FastMethod_get,
-    .tp_getset = FastMethod_getset,
-    .tp_init = (initproc)FastMethod_init,
-    .tp_new = PyType_GenericNew,
-};
-
 /* copy_output(src, dst): the output copy on a numpy array `src` (any strides
  * that are whole elements) into the C-contiguous array `dst`; for tests. */
 static PyObject* module_copy_output(PyObject* module, PyObject* args) {
@@ -547,21 +440,12 @@ static struct PyModuleDef fastcall_module = {PyModuleDef_HEAD_INIT, .m_name = "_
 
 PyMODINIT_FUNC PyInit__shimkit_fastcall(void) {
   import_array();
-  if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&FastMethodType) < 0) return NULL;
-  str_fast = PyUnicode_InternFromString("_fast");
-  str_not_fast = PyUnicode_InternFromString("_not_fast");
-  if (str_fast == NULL || str_not_fast == NULL) return NULL;
+  if (PyType_Ready(&RunnerType) < 0) return NULL;
   PyObject* module = PyModule_Create(&fastcall_module);
   if (module == NULL) return NULL;
   Py_INCREF(&RunnerType);
   if (PyModule_AddObject(module, "Runner", (PyObject*)&RunnerType) < 0) {
     Py_DECREF(&RunnerType);
-    Py_DECREF(module);
-    return NULL;
-  }
-  Py_INCREF(&FastMethodType);
-  if (PyModule_AddObject(module, "FastMethod", (PyObject*)&FastMethodType) < 0) {
-    Py_DECREF(&FastMethodType);
     Py_DECREF(module);
     return NULL;
   }

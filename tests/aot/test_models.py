@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shimkit.aot.blobinfo import BlobInfo, parse_blob_info, prefixed_blob_problems
 from shimkit.aot.pt2 import read_blobs
+from shimkit.checks.blob import PREFIXED_BLOB_RULES, blob_findings, read_blob_image
 from shimkit.config import ShimConfig
+from shimkit.elf import ElfImage
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -51,9 +52,13 @@ def load_example(name: str) -> Example:
     return Example(namespace["model"], tuple(namespace["example_inputs"]))
 
 
-def blob_of(path: Path, config: ShimConfig) -> BlobInfo:
+def blob_of(path: Path, config: ShimConfig) -> ElfImage:
     [(member, data)] = read_blobs(path).items()
-    return parse_blob_info(data, f"{path}:{member}")
+    return read_blob_image(data, f"{path}:{member}")
+
+
+def names(symbols: list) -> list[str]:  # type: ignore[type-arg]
+    return [s.name for s in symbols]
 
 
 class Artifacts:
@@ -154,13 +159,13 @@ def numerics(
     return results
 
 
-def assert_prefixed_blob(info: BlobInfo, config: ShimConfig, name: str) -> None:
-    assert prefixed_blob_problems(info, config) == []
-    shim_imports = [s for s in info.imports if config.is_prefixed_family(s)]
+def assert_prefixed_blob(info: ElfImage, config: ShimConfig, name: str) -> None:
+    assert blob_findings(info, config, rules=PREFIXED_BLOB_RULES) == []
+    shim_imports = [s for s in names(info.imports) if config.is_prefixed_family(s)]
     assert len(shim_imports) >= 21  # every CPU blob imports at least 21 shims
     for needed in ["aoti_torch_get_data_ptr", *EXPECTED_IMPORT[name]]:
         assert config.prefixed(needed) in shim_imports
-    assert not [s for s in info.symbols if config.is_family(s.name)]
+    assert not [s for s in info.imports + info.exports if config.is_family(s.name)]
     assert not [n for n in info.needed if n.startswith(("libtorch", "libc10"))]
     assert not info.exec_stack
 
@@ -171,7 +176,7 @@ def test_compiled_blob_imports_only_prefixed_names(
 ) -> None:
     info = blob_of(artifacts.prefixed(name), config)
     assert_prefixed_blob(info, config, name)
-    assert info.exports and all(e.startswith("AOTInductor") for e in info.exports)
+    assert info.exports and all(e.startswith("AOTInductor") for e in names(info.exports))
 
 
 @pytest.mark.parametrize(("name", "engine"), REWRITTEN)
@@ -180,14 +185,15 @@ def test_rewritten_blob_imports_the_default_blobs_names_prefixed(
 ) -> None:
     default = blob_of(artifacts.default(name), config)
     # Negative control: the default blob fails the very check the rewrite must pass.
-    problems = " ".join(prefixed_blob_problems(default, config))
-    assert "unprefixed shim symbol" in problems and "NEEDED libtorch_cpu.so" in problems
+    findings = blob_findings(default, config, rules=PREFIXED_BLOB_RULES)
+    problems = " ".join(f.message for f in findings)
+    assert "imports unprefixed shim symbol" in problems and "NEEDED libtorch_cpu.so" in problems
     rewritten = blob_of(artifacts.rewritten(name, engine), config)
     assert_prefixed_blob(rewritten, config, name)
-    unprefixed_before = sorted(s for s in default.imports if config.is_family(s))
-    prefixed_after = sorted(s for s in rewritten.imports if config.is_prefixed_family(s))
+    unprefixed_before = sorted(s for s in names(default.imports) if config.is_family(s))
+    prefixed_after = sorted(s for s in names(rewritten.imports) if config.is_prefixed_family(s))
     assert prefixed_after == [config.prefixed(s) for s in unprefixed_before]
-    assert rewritten.exports == default.exports
+    assert names(rewritten.exports) == names(default.exports)
 
 
 @pytest.mark.parametrize("name", COMPILED)

@@ -8,9 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from shimkit.aot.blobinfo import read_blob_info
 from shimkit.aot.compile import inductor_configs
 from shimkit.aot.wrapper import make_compiler_wrapper
+from shimkit.checks.blob import read_blob_image
 from shimkit.config import ShimConfig
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -61,25 +61,31 @@ def build(compiler: str, work: Path, name: str) -> Path:
     return out
 
 
+def read_names(path: Path) -> tuple[list[str], list[str], bool | None]:
+    """(imports, exports, exec_stack) of a built .so, as the linter reads it."""
+    image = read_blob_image(path.read_bytes(), str(path))
+    return [s.name for s in image.imports], [s.name for s in image.exports], image.exec_stack
+
+
 def test_wrapper_renames_hides_and_clears_exec_stack(
     sources: Path, rename_header: Path, config: ShimConfig
 ) -> None:
     wrapper = make_compiler_wrapper(config, rename_header.read_text())
     assert "g++" in wrapper.path.name and wrapper.header is not None
-    info = read_blob_info(build(str(wrapper.path), sources, "wrapped.so"))
-    assert config.prefixed("aoti_torch_get_numel") in info.imports
-    assert config.prefixed("aoti_torch_dtype_float32") in info.imports
-    assert not [s for s in info.imports if config.is_family(s)]
-    assert info.exports == ["AOTInductorModelContainerRun"]
-    assert not info.exec_stack
+    imports, exports, exec_stack = read_names(build(str(wrapper.path), sources, "wrapped.so"))
+    assert config.prefixed("aoti_torch_get_numel") in imports
+    assert config.prefixed("aoti_torch_dtype_float32") in imports
+    assert not [s for s in imports if config.is_family(s)]
+    assert exports == ["AOTInductorModelContainerRun"]
+    assert not exec_stack
 
 
 def test_plain_gxx_is_the_negative_control(sources: Path, config: ShimConfig) -> None:
-    info = read_blob_info(build("g++", sources, "plain.so"))
-    assert "aoti_torch_get_numel" in info.imports
-    assert "aoti_torch_dtype_float32" in info.imports
-    assert any("vague_linkage_helper" in e for e in info.exports)
-    assert info.exec_stack
+    imports, exports, exec_stack = read_names(build("g++", sources, "plain.so"))
+    assert "aoti_torch_get_numel" in imports
+    assert "aoti_torch_dtype_float32" in imports
+    assert any("vague_linkage_helper" in e for e in exports)
+    assert exec_stack
 
 
 def test_wrapper_path_follows_content(sources: Path, config: ShimConfig) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from shimkit.elf import InputError, read_elf
-from shimkit.elf.header import parse_layout
+from shimkit.elf.layout import parse_layout
 from shimkit.inputs import iter_images
 
 from tests.fixtures.elfwriter import ElfSpec, WSym, write_elf
@@ -80,25 +80,30 @@ def test_thin_archive_is_an_error(tmp_path: Path) -> None:
 def test_version_chains_are_bounded() -> None:
     """Counts that cannot fit, chains that run off their section and bad name offsets are
     one-line errors; a chain ended early by a zero `next` is read as far as it goes."""
-    from shimkit.elf.versions import VersionError, version_names
+    from shimkit.elf.layout import MalformedElf
+    from shimkit.elf.versions import VersionChain, version_names
 
     strtab = b"\0libc.so.6\0GLIBC_2.2\0"
+
+    def chain(size: int, count: int) -> VersionChain:
+        return VersionChain(0, size, count, strtab, needed=True)
+
     aux = struct.pack("<IHHII", 0, 0, 2, 11, 0)  # vna_other 2, vna_name "GLIBC_2.2"
     entry = struct.pack("<HHIII", 1, 1, 1, 16, 0)  # one aux at +16, no next entry
     ok = {2: "GLIBC_2.2"}
-    assert version_names(entry + aux, (0, 32, 1), strtab, needed=True, endian="<") == ok
+    assert version_names(entry + aux, chain(32, 1), "<") == ok
     # vn_cnt says 60000 auxiliaries but vna_next is 0: stop, do not re-read the same entry.
     many = struct.pack("<HHIII", 1, 60000, 1, 16, 0) + aux
-    assert version_names(many, (0, 32, 1), strtab, needed=True, endian="<") == ok
-    with pytest.raises(VersionError, match="cannot fit"):
-        version_names(entry + aux, (0, 32, 1000), strtab, needed=True, endian="<")
+    assert version_names(many, chain(32, 1), "<") == ok
+    with pytest.raises(MalformedElf, match="cannot fit"):
+        version_names(entry + aux, chain(32, 1000), "<")
     onward = struct.pack("<IHHII", 0, 0, 2, 11, 16)  # vna_next always +16: off the end
     runaway = struct.pack("<HHIII", 1, 60000, 1, 16, 0) + onward + onward
-    with pytest.raises(VersionError, match="past its section"):
-        version_names(runaway, (0, 48, 1), strtab, needed=True, endian="<")
+    with pytest.raises(MalformedElf, match="past its section"):
+        version_names(runaway, chain(48, 1), "<")
     bad_name = struct.pack("<IHHII", 0, 0, 2, 999, 0)
-    with pytest.raises(VersionError, match="past its string table"):
-        version_names(entry + bad_name, (0, 32, 1), strtab, needed=True, endian="<")
+    with pytest.raises(MalformedElf, match="past its string table"):
+        version_names(entry + bad_name, chain(32, 1), "<")
 
 
 def _strip_section_headers(data: bytes) -> bytes:

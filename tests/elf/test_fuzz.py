@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
-from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from shimkit.elf import ElfFormatError, ElfImage, ElfNames, InputError, read_elf
-from shimkit.elf.header import parse_layout
-from shimkit.elf.names import StringTable, read_names
-from shimkit.elf.reader import read_elf_names_vectorized
+from shimkit.elf import ElfFormatError, ElfImage, ElfNames, InputError, read_elf, read_elf_names
+from shimkit.elf.layout import SHT_DYNSYM, SHT_SYMTAB, Section, parse_layout
+from shimkit.elf.symtab import StringTable
 from shimkit.inputs import iter_images, iter_names
 
-from tests.elf.test_fastnames import python_only
+from tests.elf.common import FUZZ, python_only
 from tests.fixtures.build import build_all
 
 SEEDS = [
@@ -32,13 +29,6 @@ SEEDS = [
 ]
 SECTIONED = [s for s in SEEDS if not s.startswith("stripped:")]
 CONTAINERS = ["model.pt2", "libblobs.a", "model.pte"]
-FUZZ = settings(
-    max_examples=int(os.environ.get("SHIMKIT_FUZZ_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-    database=None,
-)
 _DATA: dict[str, bytes] = {}
 
 
@@ -63,14 +53,13 @@ def _names_or_error(reader, data: bytes) -> ElfNames | str:  # type: ignore[no-u
 
 
 def must_not_crash(data: bytes) -> ElfImage | ElfFormatError:
-    """read_elf gives an image or one error line; and the names-only reader (numpy-free,
-    behind `shimkit symbols`) gives exactly what the vectorized one gives: the same
+    """read_elf gives an image or one error line; so does the names-only view (behind
+    `shimkit symbols`), the same with the compiled names module and without it: the same
     names, or the same error message."""
-    names = _names_or_error(read_names, data)
-    assert names == _names_or_error(read_elf_names_vectorized, data)
-    assert names == _names_or_error(read_names, memoryview(data))
-    with python_only():  # the C helper's answer (when it took the table) is Python's
-        assert names == _names_or_error(read_names, data)
+    names = _names_or_error(read_elf_names, data)
+    assert names == _names_or_error(read_elf_names, memoryview(data))
+    with python_only():  # the compiled module's answer (when it took the table) is Python's
+        assert names == _names_or_error(read_elf_names, data)
     try:
         image = read_elf(data, "fuzz.so")
     except ElfFormatError as exc:
@@ -80,8 +69,8 @@ def must_not_crash(data: bytes) -> ElfImage | ElfFormatError:
     assert isinstance(image, ElfImage)
     assert all(isinstance(s.name, str) for s in image.imports + image.exports)
     if isinstance(names, ElfNames):  # the names view is the full read's names
-        assert names.imports == [s.name for s in image.imports]
-        assert names.exports == [s.name for s in image.exports]
+        assert names.imports == sorted({s.name for s in image.imports})
+        assert names.exports == sorted({s.name for s in image.exports})
     return image
 
 
@@ -109,7 +98,8 @@ def test_truncations(name: str, cut: float) -> None:
 
 
 _HUGE = st.sampled_from([0, 1, 0x7F, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF])
-_FIELDS = ["sh_offset", "sh_size", "sh_link", "sh_info", "sh_entsize", "sh_name", "sh_type"]
+_FIELDS = ["offset", "size", "link", "info", "entsize", "name", "type"]
+_SHDR = {1: "IIIIIIIIII", 2: "IIQQQQIIQQ"}  # one code per Section field
 
 
 @FUZZ
@@ -125,11 +115,13 @@ def test_huge_counts_and_bad_offsets_in_section_headers(
     data = bytearray(seed(name))
     layout = parse_layout(data)
     index = section % max(len(layout.sections), 1)
-    row = layout.sections.copy()
-    dtype = row.dtype
-    limit = (1 << (8 * dtype[field].itemsize)) - 1
-    row[index][field] = value & limit
-    data[layout.shoff : layout.shoff + row.nbytes] = row.tobytes()
+    codes = _SHDR[layout.elf_class]
+    shdr = struct.Struct(layout.endian + codes)
+    position = Section._fields.index(field)
+    limit = (1 << (8 * struct.calcsize("=" + codes[position]))) - 1
+    row = list(layout.sections[index])
+    row[position] = value & limit
+    shdr.pack_into(data, layout.shoff + index * shdr.size, *row)
     must_not_crash(bytes(data))
 
 
@@ -157,11 +149,11 @@ def test_bad_file_header_fields(name: str, offset: int, value: int, width: int) 
 def test_symbol_name_offsets_past_the_string_table(name: str, symbol: int, value: int) -> None:
     data = bytearray(seed(name))
     layout = parse_layout(data)
-    tables = layout.sections_of_type(11) or layout.sections_of_type(2)
+    tables = layout.sections_of_type(SHT_DYNSYM) or layout.sections_of_type(SHT_SYMTAB)
     sec = layout.sections[tables[0]]
     size = 16 if layout.elf_class == 1 else 24
-    count = int(sec["sh_size"]) // size
-    pos = int(sec["sh_offset"]) + (symbol % count) * size
+    count = sec.size // size
+    pos = sec.offset + (symbol % count) * size
     struct.pack_into(layout.endian + "I", data, pos, value)
     result = must_not_crash(bytes(data))
     if symbol % count:
@@ -229,10 +221,6 @@ def test_string_table_lookup_equals_slicing(
         offsets = list(dict.fromkeys(offsets))
     want = sorted(_naive_string(strtab, o) for o in offsets)
     assert sorted(StringTable(strtab).names(offsets)) == want
-    # selected(): the same offsets picked by a selector out of a larger table column
-    column = array("I", [o for off in offsets for o in (off, (off * 7 + 3) % len(strtab))])
-    selector = bytes([1, 0] * len(offsets))
-    assert sorted(StringTable(strtab).selected(column, selector)) == want
     padded = StringTable(strtab + b"\0" * 4096)  # few names for its size: the slicing path
     assert sorted(padded.names(offsets)) == want
 

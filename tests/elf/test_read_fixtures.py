@@ -170,17 +170,6 @@ def test_not_elf_raises_format_error() -> None:
         read_elf(b"\x7fELF\x02\x01\x01" + b"\0" * 20, "short.so")
 
 
-def test_fast_symbol_construction_equals_the_dataclass() -> None:
-    from shimkit.elf import Symbol
-    from shimkit.elf.reader import _symbol
-
-    fast = _symbol("aoti_torch_x", "V1", "WEAK", "FUNC", False)
-    slow = Symbol("aoti_torch_x", "V1", "WEAK", "FUNC", False)
-    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
-    with pytest.raises(AttributeError):
-        fast.name = "other"  # type: ignore[misc]
-
-
 def test_equal_names_are_ordered_by_version() -> None:
     from tests.fixtures.elfwriter import ElfSpec, WSym, write_elf
 
@@ -198,7 +187,7 @@ def test_equal_names_are_ordered_by_version() -> None:
 
 
 def test_read_from_mmap_leaves_no_views_behind(elf_fixtures: dict[str, Path]) -> None:
-    """Callers may pass an mmap and close it right after: no numpy view may outlive read_elf."""
+    """Callers may pass an mmap and close it right after: no view may outlive read_elf."""
     import mmap
 
     from shimkit.elf import read_elf_names
@@ -221,12 +210,12 @@ def test_errors_release_the_callers_mmap(tmp_path: Path, elf_fixtures: dict[str,
     import mmap
     import struct
 
-    from shimkit.elf.header import parse_layout
+    from shimkit.elf.layout import parse_layout
 
     data = bytearray(elf_fixtures["blob_unprefixed.so"].read_bytes())
     layout = parse_layout(data)
     dynsym = layout.sections[layout.sections_of_type(11)[0]]
-    struct.pack_into("<I", data, int(dynsym["sh_offset"]) + 24, 0xFFFFFF)  # symbol 1 name
+    struct.pack_into("<I", data, dynsym.offset + 24, 0xFFFFFF)  # symbol 1 name
     bad = tmp_path / "bad.so"
     bad.write_bytes(bytes(data))
     with (

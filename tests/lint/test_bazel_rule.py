@@ -52,7 +52,8 @@ def test_generated_test_is_hermetic() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     scripts = [
-        ROOT / "bazel-bin" / "tests" / "lint" / f"{t.split(':')[1]}.lint_test.sh" for t in TARGETS
+        ROOT / "bazel-bin" / "tests" / "lint" / f"{t.split(':')[1]}.shimkit_test.sh"
+        for t in TARGETS
     ]
     good, bad = (shlex.split(s.read_text().splitlines()[-1]) for s in scripts)
     for argv in (good, bad):

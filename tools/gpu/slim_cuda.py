@@ -12,19 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from shimkit.runtime.capi import DTYPE_CODES, MAX_DIMS
 
-MAX_DIMS = 8
-DTYPES: dict[Any, int] = {
-    np.dtype(np.uint8): 0,
-    np.dtype(np.int8): 1,
-    np.dtype(np.int16): 2,
-    np.dtype(np.int32): 3,
-    np.dtype(np.int64): 4,
-    np.dtype(np.float16): 5,
-    np.dtype(np.float32): 6,
-    np.dtype(np.float64): 7,
-    np.dtype(np.bool_): 11,
-}
+# numpy dtype <-> torch ScalarType number: the CPU runtime's table (one home).
+DTYPES: dict[Any, int] = {np.dtype(name): code for name, code in DTYPE_CODES.items()}
 NUMPY_OF = {code: dtype for dtype, code in DTYPES.items()}
 STATUS = {
     1: "SHIMKIT_E_BAD_BLOB",

@@ -20,11 +20,16 @@ import numpy as np
 def main() -> int:
     case, out = sys.argv[1], Path(sys.argv[2])
     import torch
-    from shimkit.aot.blobinfo import parse_blob_info
     from shimkit.aot.compile import compile_model
     from shimkit.aot.cuda import compile_cuda
     from shimkit.aot.pt2 import read_blobs
+    from shimkit.checks.blob import read_blob_image
     from shimkit.config import load_config
+
+    def blob_facts(data: bytes, name: str) -> tuple[list[str], list[str]]:
+        """(imports, needed) of a blob, as the linter reads it."""
+        image = read_blob_image(data, name)
+        return sorted({s.name for s in image.imports}), image.needed
 
     config = load_config()
     model_name = case.split("_")[0]
@@ -42,8 +47,8 @@ def main() -> int:
         # eager reference above is recomputed.
         data = (Path(reuse) / f"{case}.so").read_bytes()
         (out / f"{case}.so").write_bytes(data)
-        b = parse_blob_info(data, case)
-        shim = sorted(n for n in b.imports if n.startswith(config.prefix))
+        imports, needed = blob_facts(data, case)
+        shim = sorted(n for n in imports if n.startswith(config.prefix))
         report = {
             "case": case,
             "torch": torch.__version__,
@@ -53,8 +58,8 @@ def main() -> int:
             "blobs": {
                 case: {
                     "bytes": len(data),
-                    "needed": b.needed,
-                    "imports": sorted(b.imports),
+                    "needed": needed,
+                    "imports": imports,
                     "shim_imports": shim,
                 }
             },
@@ -67,7 +72,10 @@ def main() -> int:
     problems: list[str] = []
     options: dict[str, str] = {}
     if device == "cpu":
-        compile_model(model, inputs, pt2, config=config, force=True, show_progress=False)
+        # The wrong-device control: no closure check (the GPU machine builds no CPU shims).
+        compile_model(
+            model, inputs, pt2, config=config, force=True, show_progress=False, target=None
+        )
     else:
         result = compile_cuda(
             model, inputs, pt2, config=config, prefixed=case != "mlp_default", force=True
@@ -77,14 +85,14 @@ def main() -> int:
     blobs = read_blobs(pt2)
     info = {}
     for name, data in blobs.items():
-        b = parse_blob_info(data, name)
+        imports, needed = blob_facts(data, name)
         (out / f"{case}.so").write_bytes(data)
         info[name] = {
             "bytes": len(data),
-            "needed": b.needed,
-            "imports": sorted(b.imports),
+            "needed": needed,
+            "imports": imports,
             "shim_imports": sorted(
-                n for n in b.imports if "aoti_torch" in n or n.startswith(config.prefix)
+                n for n in imports if "aoti_torch" in n or n.startswith(config.prefix)
             ),
         }
     report = {

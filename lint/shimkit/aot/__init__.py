@@ -3,7 +3,3 @@
 Heavy imports (torch, LIEF) happen inside the functions that need them, so
 `import shimkit.aot` stays cheap and works without torch installed.
 """
-
-from shimkit.aot.blobinfo import BlobInfo, read_blob_info, verify_prefixed_blob
-
-__all__ = ["BlobInfo", "read_blob_info", "verify_prefixed_blob"]

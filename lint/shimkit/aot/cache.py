@@ -1,23 +1,14 @@
-"""A content-addressed cache directory for generated helper files (wrappers, libraries)."""
+"""Content-addressed directories under the cache root for generated helper files
+(wrappers, libraries)."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from shimkit.cache import CACHE_ENV, cache_root
+from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
-
-CACHE_ENV = "SHIMKIT_CACHE_DIR"
-
-
-def cache_root() -> Path:
-    """$SHIMKIT_CACHE_DIR, else $XDG_CACHE_HOME/shimkit, else ~/.cache/shimkit."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "shimkit"
 
 
 def content_dir(kind: str, *parts: str | bytes) -> Path:
@@ -27,7 +18,13 @@ def content_dir(kind: str, *parts: str | bytes) -> Path:
         digest.update(part.encode() if isinstance(part, str) else part)
         digest.update(b"\0")
     directory = cache_root() / f"{kind}-{digest.hexdigest()[:16]}"
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ShimkitError(
+            f"{directory}: cannot create the cache folder: {exc.strerror}; "
+            f"set ${CACHE_ENV} to a writable folder"
+        ) from None
     return directory
 
 

@@ -4,8 +4,10 @@ With a torch that has `aot_inductor.shim_symbol_prefix`, torch renames the
 imports itself. Otherwise the generated rename header is force-included
 through a compiler wrapper (`cpp.cxx`). Either way the blob is linked
 without libtorch, without an executable stack, and exports only its
-`AOTInductor*` entry points; the result is verified before it is moved into
-place.
+`AOTInductor*` entry points. Before the package is moved into place every
+blob is linted (`shimkit.checks.blob`: no finding at all, errors or warnings)
+against the shims of its target runtime (`shimkit.aot.targets`): the package
+loads there, or compile fails naming each missing shim and the fix.
 """
 
 from __future__ import annotations
@@ -18,28 +20,27 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.blobinfo import (
-    BlobInfo,
-    parse_blob_info,
-    prefixed_blob_problems,
-    unexpected_exports,
-)
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
-from shimkit.aot.progress import progress
 from shimkit.aot.pt2 import read_blobs
+from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
 from shimkit.aot.wrapper import make_compiler_wrapper
+from shimkit.checks.blob import blob_findings, describe, read_blob_image
+from shimkit.checks.model import Finding
 from shimkit.config import ShimConfig, load_config
+from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
 from shimkit.fileio import check_output, private_tempdir, staged_output
 from shimkit.header import find_torch, render_rename_header, shim_names
+from shimkit.report.progress import progress
 
 
 @dataclass
 class CompileResult:
     path: Path
-    blobs: dict[str, BlobInfo]
+    blobs: dict[str, ElfImage]  # by .pt2 member
     native_prefix: bool  # torch renamed the shims itself
+    target: str | None  # the runtime the blobs were checked against (None: not checked)
 
 
 def inductor_configs(
@@ -93,7 +94,7 @@ def package_blobs(
     label: str,
     location: Path,
     show_progress: bool = False,
-) -> dict[str, BlobInfo]:
+) -> dict[str, ElfImage]:
     """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`.
 
     The compilers it starts get a private TMPDIR: on Ctrl-C or SIGTERM they are stopped
@@ -115,17 +116,39 @@ def package_blobs(
     except Exception as exc:
         raise ShimkitError(f"{label}: AOTInductor compile failed: {one_paragraph(exc)}") from None
     return {
-        name: parse_blob_info(data, f"{location}:{name}") for name, data in read_blobs(temp).items()
+        name: read_blob_image(data, f"{location}:{name}") for name, data in read_blobs(temp).items()
     }
 
 
-def blob_problems(info: BlobInfo, config: ShimConfig, names: frozenset[str]) -> list[str]:
-    """Why a blob is not prefixed and libtorch-free with only AOTInductor* exports (or [])."""
-    problems = prefixed_blob_problems(info, config, names)
-    extra = unexpected_exports(info)
-    if extra:
-        problems.append(f"exports {len(extra)} non-AOTInductor symbol(s), e.g. {extra[0]}")
-    return problems
+def blob_problems(
+    image: ElfImage,
+    config: ShimConfig,
+    target: Target | None = None,
+    providers: frozenset[str] | None = None,
+) -> list[Finding]:
+    """What keeps a compiled blob from being what compile promises: every finding of the
+    linter, warnings included (compile controls the blob's exports), with SK004 closed
+    over `providers` (the target's shims); SK009 (proxy executor) only where the target
+    has none."""
+    findings = blob_findings(image, config, providers=providers)
+    if target is not None and target.has_proxy_executor:
+        findings = [f for f in findings if f.rule_id != "SK009"]
+    return findings
+
+
+def problems_line(image: ElfImage, findings: list[Finding], target: Target | None) -> str:
+    """One line for a failed blob: the shims its target lacks (each named), then the rest."""
+    missing = sorted({f.symbol for f in findings if f.rule_id == "SK004" and f.symbol})
+    others = [f for f in findings if f.rule_id != "SK004"]
+    parts = []
+    if missing and target is not None:
+        parts.append(
+            f"{len(missing)} shim(s) it imports are not defined by {target.runtime} "
+            f"(--target {target.name}): {', '.join(missing)} (fix: {target.fix})"
+        )
+    if others:
+        parts.append(describe(others))
+    return f"{image.location}: compiled blob fails the linter: {'; '.join(parts)}"
 
 
 def compile_exported(
@@ -135,23 +158,28 @@ def compile_exported(
     force: bool = False,
     label: str | None = None,
     show_progress: bool = True,
+    target: str | None = DEFAULT_TARGET,
 ) -> CompileResult:
-    """Compile an ExportedProgram into a prefixed .pt2 at `output` (atomically)."""
+    """Compile an ExportedProgram into a prefixed .pt2 at `output` (atomically), its blobs
+    checked against `target`'s shims (`shimkit.aot.targets`; None: no closure check)."""
     torch = require_torch()
     config = config or load_config()
     out = prepare_output(output, force)
+    chosen = target_named(target) if target is not None else None
+    providers = provided_names(chosen, config) if chosen is not None else None
     names = shim_names(find_torch().include_dir)
     options, native = inductor_configs(torch, config, names)
     label = label or str(out)
     with staged_output(out) as temp:
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
-        for info in blobs.values():
-            problems = blob_problems(info, config, frozenset(names))
-            if problems:
-                raise ShimkitError(
-                    f"{info.location}: compiled blob is not prefixed: {'; '.join(problems)}"
-                )
-    return CompileResult(path=out, blobs=blobs, native_prefix=native)
+        failed = [
+            problems_line(image, found, chosen)
+            for image in blobs.values()
+            if (found := blob_problems(image, config, chosen, providers))
+        ]
+        if failed:
+            raise ShimkitError("; ".join(failed))
+    return CompileResult(path=out, blobs=blobs, native_prefix=native, target=target)
 
 
 def compile_model(
@@ -161,11 +189,18 @@ def compile_model(
     config: ShimConfig | None = None,
     force: bool = False,
     show_progress: bool = True,
+    target: str | None = DEFAULT_TARGET,
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
     return compile_exported(
-        exported, output, config=config, force=force, label=label, show_progress=show_progress
+        exported,
+        output,
+        config=config,
+        force=force,
+        label=label,
+        show_progress=show_progress,
+        target=target,
     )

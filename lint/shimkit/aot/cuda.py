@@ -14,16 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shimkit.aot.blobinfo import BlobInfo
 from shimkit.aot.compile import (
     blob_problems,
     export_program,
     inductor_configs,
     package_blobs,
     prepare_output,
+    problems_line,
 )
 from shimkit.aot.torchenv import require_torch
 from shimkit.config import ShimConfig, load_config
+from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
 from shimkit.fileio import staged_output
 from shimkit.header import find_torch, shim_names
@@ -34,7 +35,7 @@ EMBED_OPTION = "aot_inductor.embed_kernel_binary"
 @dataclass
 class CudaCompileResult:
     path: Path
-    blobs: dict[str, BlobInfo]
+    blobs: dict[str, ElfImage]
     native_prefix: bool
     options: dict[str, Any]
     problems: list[str] = field(default_factory=list)
@@ -79,8 +80,9 @@ def compile_cuda(
         blobs = package_blobs(torch, exported, temp, options, label, out)
     problems: list[str] = []
     if prefixed:
-        for info in blobs.values():
-            problems += [
-                f"{info.location}: {p}" for p in blob_problems(info, config, frozenset(names))
-            ]
+        problems = [
+            problems_line(image, found, None)
+            for image in blobs.values()
+            if (found := blob_problems(image, config))
+        ]
     return CudaCompileResult(out, blobs, native, {k: str(v) for k, v in options.items()}, problems)

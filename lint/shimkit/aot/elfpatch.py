@@ -23,6 +23,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shimkit.elf import ELF_MAGIC
+
 PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_GNU_STACK = 1, 2, 4, 0x6474E551
 PF_X, PF_R = 0x1, 0x4
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ = 0, 1, 5, 10
@@ -60,7 +62,7 @@ def _align(value: int, alignment: int) -> int:
 
 class _Elf:
     def __init__(self, data: bytes) -> None:
-        if len(data) < _EHDR.size or data[:4] != b"\x7fELF":
+        if len(data) < _EHDR.size or not data.startswith(ELF_MAGIC):
             raise PatchError("not an ELF file")
         if data[4] != 2 or data[5] != 1:
             raise PatchError("only 64-bit little-endian ELF files are supported")

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shimkit.errors import ShimkitError
+from shimkit.inputs.kinds import is_pt2_blob
 from shimkit.inputs.zipc import ZipMemberError, read_member
-
-BLOB_DIR = "/data/aotinductor/"
 
 
 def is_zip(path: Path) -> bool:
@@ -21,11 +20,7 @@ def is_zip(path: Path) -> bool:
 
 def blob_members(archive: zipfile.ZipFile) -> list[str]:
     """Names of the compiled model shared objects inside a .pt2."""
-    return sorted(
-        name
-        for name in archive.namelist()
-        if BLOB_DIR in f"/{name}" and name.endswith(".so") and not name.endswith("/")
-    )
+    return sorted(name for name in archive.namelist() if is_pt2_blob(name))
 
 
 def read_blobs(path: Path) -> dict[str, bytes]:

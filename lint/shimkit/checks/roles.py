@@ -14,12 +14,12 @@ import fnmatch
 from typing import TYPE_CHECKING
 
 from shimkit.checks.model import LintContext, Role
+from shimkit.inputs.kinds import in_pt2_blob_dir
 
 if TYPE_CHECKING:
     from shimkit.elf import ElfImage
 
 BLOB_SUFFIX = ".wrapper.so"
-BLOB_CONTAINER_DIR = "data/aotinductor/"
 ENTRY_POINT_PREFIX = "AOTInductorModelContainer"
 CONTAINER_SEPARATOR = "!"
 
@@ -39,7 +39,7 @@ def looks_like_blob(image: ElfImage) -> bool:
         return True
     if CONTAINER_SEPARATOR in location:
         member = inner_name(location)
-        if BLOB_CONTAINER_DIR in member and not member.startswith("elf@"):
+        if in_pt2_blob_dir(member) and not member.startswith("elf@"):
             return True
     return any(s.name.startswith(ENTRY_POINT_PREFIX) for s in image.exports)
 

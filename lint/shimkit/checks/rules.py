@@ -147,10 +147,15 @@ def _unresolved_prefixed_imports(
             yield rule.finding(image, name, f"imports {name}, which no provider library defines")
 
 
+def torch_library(needed: str) -> bool:
+    """True for a library name that drags libtorch in (libtorch*.so*, libc10*.so*)."""
+    return bool(_TORCH_LIBRARY.match(needed))
+
+
 def _needs_libtorch(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
     rule = RULES_BY_ID["SK005"]
     for needed in image.needed:
-        if _TORCH_LIBRARY.match(needed):
+        if torch_library(needed):
             yield rule.finding(image, needed, f"has NEEDED {needed}", f"NEEDED {needed}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from shimkit.aot.targets import DEFAULT_TARGET, TARGETS
 from shimkit.config import load_config
 
 HELP = "compile MODEL.py (or a saved ExportedProgram) into a .pt2 whose blob imports prefixed shims"
@@ -22,6 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--inputs-attr", default="example_inputs", help="the example inputs' name in MODEL.py"
     )
     parser.add_argument("--force", action="store_true", help="replace OUT.pt2 if it exists")
+    parser.add_argument(
+        "--target",
+        choices=tuple(TARGETS),
+        default=DEFAULT_TARGET,
+        help="the runtime the package must load on; its blobs are checked against that "
+        "runtime's shims before the package is written (default: %(default)s)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,12 +49,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         model, inputs = load_model_file(source, torch, args.model_attr, args.inputs_attr)
         exported = export_program(torch, model, inputs, str(source))
-    result = compile_exported(exported, output, config=config, force=args.force, label=str(source))
-    for name, info in result.blobs.items():
-        prefixed = [s for s in info.imports if config.is_prefixed_family(s)]
+    result = compile_exported(
+        exported, output, config=config, force=args.force, label=str(source), target=args.target
+    )
+    for name, image in result.blobs.items():
+        prefixed = [s for s in image.imports if config.is_prefixed_family(s.name)]
         how = "torch's shim_symbol_prefix" if result.native_prefix else "the rename header"
         print(
-            f"{result.path}: {name}: {len(prefixed)} prefixed shim imports ({how}), "
-            f"no libtorch NEEDED, {len(info.exports)} exports"
+            f"{result.path}: {name}: {len(prefixed)} prefixed shim imports ({how}), all "
+            f"defined by --target {args.target}, no libtorch NEEDED, {len(image.exports)} exports"
         )
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 
@@ -14,11 +13,9 @@ from shimkit.checks.run import run_lint
 from shimkit.commands.lint_cmd import add_lint_options, lint_options, write_report
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
-from shimkit.escape import lossless_tree, printable
 from shimkit.exitcodes import EXIT_BASELINE_DRIFT, EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
 from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import (
-    ArtifactDrift,
     ArtifactState,
     diff,
     dump_baseline,
@@ -26,10 +23,11 @@ from shimkit.gate.baseline import (
     relative_location,
     snapshot,
 )
-from shimkit.gate.suppressions import Applied, Suppression, apply_suppressions, load_suppressions
+from shimkit.gate.outcome import GateOutcome
+from shimkit.gate.suppressions import Applied, apply_suppressions, load_suppressions
+from shimkit.report.gate import render_gate_json, render_gate_text
 
 HELP = "compare shim symbols and violations with a baseline lock; fail on anything new"
-GATE_SCHEMA = "shimkit.gate/v1"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,18 +66,6 @@ def _empty_table_problems(result: LintResult) -> list[str]:
             table = ".symtab" if image.e_type == "REL" else ".dynsym"
             messages.append(f"{artifact.location}: empty or missing {table}; cannot gate it")
     return messages
-
-
-class GateOutcome:
-    def __init__(self) -> None:
-        self.code = 0
-        self.errors: list[str] = []
-        self.expired: list[Suppression] = []
-        self.suppressed = 0
-        self.drifts: list[ArtifactDrift] = []
-        self.artifacts = 0
-        self.updated: str | None = None
-        self.skipped: list[str] = []  # "path: skipped: reason", not linted
 
 
 def _rel_findings(result: LintResult, root: Path) -> list[tuple[Finding, str]]:
@@ -129,91 +115,6 @@ def _compare(
                 outcome.code |= rule.exit_bit
 
 
-def _drift_lines(drift: ArtifactDrift) -> list[str]:
-    if drift.status == "gone":
-        return [f"  {drift.path}: gone (in the baseline, not found now)"]
-    lines = [f"  {drift.path}" + (" (new artifact)" if drift.status == "new" else "")]
-    for name in drift.added_imports:
-        lines.append(f"    + import {name}")
-    for name in drift.added_exports:
-        lines.append(f"    + export {name}")
-    for rule, symbol in drift.added_violations:
-        lines.append(f"    + violation {rule} {symbol}".rstrip())
-    for name in drift.removed_imports:
-        lines.append(f"    - import {name}")
-    for name in drift.removed_exports:
-        lines.append(f"    - export {name}")
-    for rule, symbol in drift.removed_violations:
-        lines.append(f"    - violation {rule} {symbol}".rstrip())
-    return lines
-
-
-def render_text(outcome: GateOutcome, baseline: str) -> str:
-    lines: list[str] = []
-    for error in outcome.errors:
-        lines.append(f"error {error}")
-    for suppression in outcome.expired:
-        lines.append(f"error {suppression.describe()} has expired: fix the finding or renew it")
-    lines.extend(f"note {skipped}" for skipped in outcome.skipped)
-    changed = [d for d in outcome.drifts if d.changed]
-    if changed:
-        lines.append(f"changes since {baseline}:")
-        for drift in changed:
-            lines.extend(_drift_lines(drift))
-    if outcome.updated is not None:
-        lines.append(f"shimkit gate: wrote {outcome.updated} ({outcome.artifacts} artifact(s))")
-    elif outcome.code:
-        hint = " (accept with --update)" if outcome.code & EXIT_BASELINE_DRIFT else ""
-        lines.append(f"shimkit gate: FAIL, exit {outcome.code}{hint}")
-    else:
-        extra = f", {outcome.suppressed} suppressed" if outcome.suppressed else ""
-        lines.append(f"shimkit gate: {outcome.artifacts} artifact(s) match {baseline}{extra}")
-    return "\n".join(printable(line) for line in lines) + "\n"
-
-
-def render_json(outcome: GateOutcome, baseline: str) -> str:
-    document = {
-        "schema": GATE_SCHEMA,
-        "baseline": baseline,
-        "exit_code": outcome.code,
-        "artifacts": outcome.artifacts,
-        "updated": outcome.updated is not None,
-        "errors": outcome.errors,
-        "skipped": outcome.skipped,
-        "suppressed": outcome.suppressed,
-        "expired_suppressions": [
-            {
-                "index": s.index + 1,
-                "rule": s.rule_id,
-                "symbol": s.symbol,
-                "owner": s.owner,
-                "expires": s.expires.isoformat(),
-            }
-            for s in outcome.expired
-        ],
-        "drift": [
-            {
-                "path": d.path,
-                "status": d.status,
-                "fails": d.fails,
-                "added": {
-                    "imports": d.added_imports,
-                    "exports": d.added_exports,
-                    "violations": [{"rule": r, "symbol": s} for r, s in d.added_violations],
-                },
-                "removed": {
-                    "imports": d.removed_imports,
-                    "exports": d.removed_exports,
-                    "violations": [{"rule": r, "symbol": s} for r, s in d.removed_violations],
-                },
-            }
-            for d in outcome.drifts
-            if d.changed
-        ],
-    }
-    return json.dumps(lossless_tree(document), indent=2, sort_keys=True) + "\n"
-
-
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     baseline = Path(args.baseline)
@@ -230,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         except ShimkitError as exc:
             outcome.errors.append(str(exc))
             outcome.code |= EXIT_ERROR
-    render = render_json if args.format == "json" else render_text
+    render = render_gate_json if args.format == "json" else render_gate_text
     text = render(outcome, str(baseline))
     write_report(text, args.output)
     if args.output and outcome.code:

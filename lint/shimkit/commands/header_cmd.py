@@ -1,4 +1,5 @@
-"""`shimkit header`: generate (or check) the rename header from torch's C shim headers."""
+"""`shimkit header`: generate (or check) the rename header from torch's C shim headers, or
+(`--families`) the C++ blob loader's shim family list from the prefix file."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from shimkit.config import load_config
 from shimkit.errors import ShimkitError
 from shimkit.exitcodes import EXIT_BASELINE_DRIFT
 from shimkit.fileio import write_atomically
-from shimkit.header import find_torch, render_rename_header, shim_names
+from shimkit.header import find_torch, render_families_header, render_rename_header, shim_names
 from shimkit.header.torchdir import torch_include_version
 
-HELP = "generate shims/aoti_shim_rename.h from the installed torch's C shim headers (--check: diff)"
+HELP = (
+    "generate shims/aoti_shim_rename.h from the installed torch's C shim headers, or "
+    "runtime/shim_families.h from the prefix file (--families); --check: diff"
+)
 DEFAULT_OUTPUT = Path("shims") / "aoti_shim_rename.h"
+FAMILIES_OUTPUT = Path("runtime") / "shim_families.h"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         "-o",
         metavar="PATH",
-        help=f"where to write the header (default: {DEFAULT_OUTPUT} beside rules/)",
+        help=f"where to write the header (default: {DEFAULT_OUTPUT}, or {FAMILIES_OUTPUT} with "
+        "--families, beside rules/)",
+    )
+    parser.add_argument(
+        "--families",
+        action="store_true",
+        help="the shim family list of the C++ blob loader (SHIM_SYMBOL_FAMILIES), not the "
+        "rename header",
     )
     parser.add_argument(
         "--check",
@@ -39,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def expected_header(args: argparse.Namespace) -> str:
     config = load_config(args.config)
+    if args.families:
+        return render_families_header(config.families, config.source.name)
     if args.torch_include:
         include = Path(args.torch_include)
         if not include.is_dir():
@@ -52,7 +66,11 @@ def expected_header(args: argparse.Namespace) -> str:
 
 def default_output(args: argparse.Namespace) -> Path:
     config = load_config(args.config)
-    return config.source.parent.parent / DEFAULT_OUTPUT
+    return config.source.parent.parent / (FAMILIES_OUTPUT if args.families else DEFAULT_OUTPUT)
+
+
+def regenerate_command(args: argparse.Namespace, output: Path) -> str:
+    return f"shimkit header{' --families' if args.families else ''} --output {output}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         except UnicodeDecodeError:
             print(
                 f"shimkit: {output} is not UTF-8 text, so not the generated header; "
-                f"regenerate it with `shimkit header --output {output}`",
+                f"regenerate it with `{regenerate_command(args, output)}`",
                 file=sys.stderr,
             )
             return EXIT_BASELINE_DRIFT
@@ -83,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.writelines(diff)
         print(
             f"shimkit: {output} is out of date; regenerate it with "
-            f"`shimkit header --output {output}`",
+            f"`{regenerate_command(args, output)}`",
             file=sys.stderr,
         )
         return EXIT_BASELINE_DRIFT

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from shimkit.config import load_config
 from shimkit.exitcodes import EXIT_UNPREFIXED
 
 HELP = (
@@ -23,10 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from shimkit.config import load_config
+    config = load_config(args.config)
     from shimkit.runtime.probe import probe
 
-    report = probe(args.blob, config=load_config(args.config), with_libtorch=not args.no_libtorch)
+    report = probe(args.blob, config=config, with_libtorch=not args.no_libtorch)
     code = 0 if report.ok else EXIT_UNPREFIXED
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from shimkit.config import load_config
-from shimkit.errors import ShimkitError
 
 HELP = "rename a prebuilt blob's shim imports to the prefixed names (a .so or a .pt2), with LIEF"
 
@@ -35,16 +34,6 @@ def default_output(source: Path) -> Path:
     return source.with_name(f"{source.stem}.prefixed{source.suffix}")
 
 
-def shim_name_set() -> frozenset[str]:
-    """The header's name list when torch's headers are installed; families cover the rest."""
-    from shimkit.header import find_torch, shim_names
-
-    try:
-        return frozenset(shim_names(find_torch().include_dir))
-    except ShimkitError:
-        return frozenset()
-
-
 def run(args: argparse.Namespace) -> int:
     from shimkit.aot.rewrite import rewrite_blob_file
 
@@ -53,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     output = (
         source if args.in_place else Path(args.output) if args.output else default_output(source)
     )
-    records = rewrite_blob_file(
-        source, output, config, shim_name_set(), overwrite=args.force, engine=args.engine
-    )
+    records = rewrite_blob_file(source, output, config, overwrite=args.force, engine=args.engine)
     for record in records:
         where = f"{output}:{record.member}" if record.member else str(output)
         stack = ", cleared exec stack" if record.cleared_exec_stack else ""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shimkit.config import load_config
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 
@@ -72,10 +73,10 @@ def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from shimkit.config import load_config
+    config = load_config(args.config)
     from shimkit.runtime import load
 
-    model = load(args.blob, lint=not args.no_lint, config=load_config(args.config))
+    model = load(args.blob, lint=not args.no_lint, config=config)
     with model:
         if args.zeros:
             specs = model.input_specs

@@ -1,26 +1,24 @@
-"""ELF reading for the linter: `read_elf(data, location) -> ElfImage`.
+"""The ELF reader: what the linter needs from an ELF image, bounds-checked.
 
-pyelftools for structure, a vectorized numpy path for symbol tables, strict
-bounds checks against hostile input. `read_elf_names` (the names-only view
-behind `shimkit symbols`) needs no numpy; `read_elf`, ElfImage and Symbol are
-imported on first use, so importing this package imports neither numpy nor
-dataclasses. See shimkit.inputs for
+    read_elf(data, location) -> ElfImage        headers, NEEDED/SONAME, exec stack,
+                                                imports/exports as Symbols with versions
+    read_elf_names(data, location) -> ElfNames  the same selection as sorted names only
+                                                (`shimkit symbols`)
+
+Standard library only; a compiled module (`_symnames`, built with the package)
+speeds up `read_elf_names` on big tables and is optional. Malformed input is an
+ElfFormatError with one line naming what is wrong. See shimkit.inputs for
 finding images in files, directories, archives and containers.
 """
 
 from __future__ import annotations
 
-from shimkit.elf.model import ElfFormatError, ElfNames, InputError
-from shimkit.elf.names import read_names as read_elf_names
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from shimkit.elf.image import ElfImage, Symbol
-    from shimkit.elf.reader import read_elf
+from shimkit.elf.layout import ELF_MAGIC
+from shimkit.elf.model import ElfFormatError, ElfImage, ElfNames, InputError, Symbol
+from shimkit.elf.reader import read_elf, read_elf_names
 
 __all__ = [
+    "ELF_MAGIC",
     "ElfFormatError",
     "ElfImage",
     "ElfNames",
@@ -29,16 +27,3 @@ __all__ = [
     "read_elf",
     "read_elf_names",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on first use by callers that want Symbol objects: numpy and dataclasses.
-    if name == "read_elf":
-        from shimkit.elf.reader import read_elf
-
-        return read_elf
-    if name in ("ElfImage", "Symbol"):
-        from shimkit.elf import image
-
-        return getattr(image, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

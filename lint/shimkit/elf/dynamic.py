@@ -8,11 +8,17 @@ Every address is mapped through PT_LOAD and every table is bounds-checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
-import numpy as np
-
-from shimkit.elf.header import PT_DYNAMIC, PT_LOAD, SHT_DYNAMIC, ElfLayout, HeaderError
+from shimkit.elf.layout import (
+    PT_DYNAMIC,
+    SHT_DYNAMIC,
+    SYM_SIZE,
+    Layout,
+    MalformedElf,
+    read_words,
+    string_at,
+)
 
 DT_NULL = 0
 DT_NEEDED = 1
@@ -20,7 +26,6 @@ DT_HASH = 4
 DT_STRTAB = 5
 DT_SYMTAB = 6
 DT_STRSZ = 10
-DT_SYMENT = 11
 DT_SONAME = 14
 DT_GNU_HASH = 0x6FFFFEF5
 DT_VERSYM = 0x6FFFFFF0
@@ -32,109 +37,95 @@ DT_VERNEEDNUM = 0x6FFFFFFF
 _TABLE_TAGS = (
     # PLTGOT HASH STRTAB RELA REL JMPREL INIT_ARRAY FINI_ARRAY PREINIT_ARRAY RELR
     3, 4, 5, 7, 17, 23, 25, 26, 32, 36,
-    0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFC, 0x6FFFFFFE,  # GNU_HASH VERSYM VERDEF VERNEED
+    DT_GNU_HASH, DT_VERSYM, DT_VERDEF, DT_VERNEED,
 )  # fmt: skip
 
-
-def vaddr_to_offset(layout: ElfLayout, addr: int) -> int | None:
-    """File offset of a virtual address inside a PT_LOAD segment's file image, else None."""
-    for seg in layout.segments[layout.segments["p_type"] == PT_LOAD]:
-        start, size = int(seg["p_vaddr"]), int(seg["p_filesz"])
-        if start <= addr < start + size:
-            return addr - start + int(seg["p_offset"])
-    return None
+Entries = dict[int, list[int]]  # tag -> values, in file order
 
 
-def dynamic_entries(
-    data: bytes | memoryview, layout: ElfLayout
-) -> tuple[dict[int, list[int]], tuple[int, int] | None]:
-    """(tag -> values in order, string table (offset, size) named by the section header, if any).
+class Dynamic(NamedTuple):
+    """The dynamic section's entries, and the string table its section header links."""
 
-    Read from the SHT_DYNAMIC section, or from PT_DYNAMIC without section headers;
-    entries stop at DT_NULL.
-    """
-    word = layout.endian + ("u4" if layout.elf_class == 1 else "u8")
-    entry = 8 if layout.elf_class == 1 else 16
-    dyn_secs = layout.sections_of_type(SHT_DYNAMIC)
-    strtab: tuple[int, int] | None = None
-    if dyn_secs:
-        sec = layout.sections[dyn_secs[0]]
-        off, size = int(sec["sh_offset"]), int(sec["sh_size"])
-        link = int(sec["sh_link"])
-        if 0 < link < layout.sections.size:
-            s = layout.sections[link]
-            strtab = (int(s["sh_offset"]), int(s["sh_size"]))
+    entries: Entries
+    linked_strtab: tuple[int, int] | None  # (offset, size)
+
+    def first(self, tag: int) -> int | None:
+        values = self.entries.get(tag)
+        return values[0] if values else None
+
+
+def read_dynamic(data: bytes | memoryview, layout: Layout) -> Dynamic:
+    """Entries up to DT_NULL, from the SHT_DYNAMIC section, or from PT_DYNAMIC without
+    section headers."""
+    width = 4 if layout.elf_class == 1 else 8
+    linked: tuple[int, int] | None = None
+    dyn_sections = layout.sections_of_type(SHT_DYNAMIC)
+    if dyn_sections:
+        section = layout.sections[dyn_sections[0]]
+        off, size = section.offset, section.size
+        if 0 < section.link < len(layout.sections):
+            strtab = layout.sections[section.link]
+            linked = (strtab.offset, strtab.size)
     else:
-        segs = layout.segments[layout.segments["p_type"] == PT_DYNAMIC]
-        if segs.size == 0:
-            return {}, None
-        off, size = int(segs[0]["p_offset"]), int(segs[0]["p_filesz"])
-    count = min(size // entry, max((len(data) - off) // entry, 0))
-    pairs = np.frombuffer(data, dtype=word, count=2 * count, offset=off).reshape(count, 2)
-    tags = pairs[:, 0].tolist()
+        segments = [s for s in layout.segments if s.type == PT_DYNAMIC]
+        if not segments:
+            return Dynamic({}, None)
+        off, size = segments[0].offset, segments[0].filesz
+    count = min(size // (2 * width), max((len(data) - off) // (2 * width), 0))
+    words = read_words(data, off, 2 * count, width, layout.little_endian)
+    tags, values = words[0::2].tolist(), words[1::2].tolist()
     end = tags.index(DT_NULL) if DT_NULL in tags else count
-    entries: dict[int, list[int]] = {}
-    for tag, value in zip(tags[:end], pairs[:end, 1].tolist(), strict=True):
+    entries: Entries = {}
+    for tag, value in zip(tags[:end], values[:end], strict=True):
         entries.setdefault(tag, []).append(value)
-    return entries, strtab
+    return Dynamic(entries, linked)
 
 
-def _first(entries: dict[int, list[int]], tag: int) -> int | None:
-    values = entries.get(tag)
-    return values[0] if values else None
-
-
-def _mapped(layout: ElfLayout, entries: dict[int, list[int]], tag: int, what: str) -> int | None:
-    addr = _first(entries, tag)
+def _mapped(layout: Layout, dynamic: Dynamic, tag: int, what: str) -> int | None:
+    """The file offset of the address in entry `tag` (None if the entry is absent)."""
+    addr = dynamic.first(tag)
     if addr is None:
         return None
-    offset = vaddr_to_offset(layout, addr)
+    offset = layout.vaddr_to_offset(addr)
     if offset is None:
-        raise HeaderError(f"{what} address 0x{addr:x} is not in any PT_LOAD segment")
+        raise MalformedElf(f"{what} address 0x{addr:x} is not in any PT_LOAD segment")
     return offset
 
 
 def dynamic_string_table(
-    data: bytes | memoryview,
-    layout: ElfLayout,
-    entries: dict[int, list[int]],
-    from_section: tuple[int, int] | None,
+    data: bytes | memoryview, layout: Layout, dynamic: Dynamic
 ) -> tuple[int, int] | None:
-    if from_section is not None:
-        strtab = from_section
+    """(offset, size) of the dynamic string table: the section header's link, else DT_STRTAB."""
+    if dynamic.linked_strtab is not None:
+        strtab = dynamic.linked_strtab
     else:
-        start = _mapped(layout, entries, DT_STRTAB, "DT_STRTAB")
+        start = _mapped(layout, dynamic, DT_STRTAB, "DT_STRTAB")
         if start is None:
             return None
-        strtab = (start, min(_first(entries, DT_STRSZ) or 0, len(data) - start))
+        strtab = (start, min(dynamic.first(DT_STRSZ) or 0, len(data) - start))
     if strtab[0] + strtab[1] > len(data):
-        raise HeaderError("dynamic string table extends past end of file")
+        raise MalformedElf("dynamic string table extends past end of file")
     return strtab
 
 
-def dynamic_strings(data: bytes | memoryview, layout: ElfLayout) -> tuple[list[str], str | None]:
-    """(DT_NEEDED names, DT_SONAME); tests check them against pyelftools."""
-    entries, from_section = dynamic_entries(data, layout)
+def needed_and_soname(
+    data: bytes | memoryview, layout: Layout, dynamic: Dynamic
+) -> tuple[list[str], str | None]:
+    """(DT_NEEDED names, DT_SONAME)."""
+    entries = dynamic.entries
     if DT_NEEDED not in entries and DT_SONAME not in entries:
         return [], None
-    strtab = dynamic_string_table(data, layout, entries, from_section)
+    strtab = dynamic_string_table(data, layout, dynamic)
     if strtab is None:
-        raise HeaderError("dynamic section without a mapped string table")
-    raw = bytes(data[strtab[0] : strtab[0] + strtab[1]])
-
-    def text(offset: int) -> str:
-        if offset >= len(raw):
-            raise HeaderError(f"dynamic string offset 0x{offset:x} past its table")
-        stop = raw.find(b"\0", offset)
-        return raw[offset : stop if stop >= 0 else len(raw)].decode("utf-8", "surrogateescape")
-
-    needed = [text(v) for v in entries.get(DT_NEEDED, [])]
-    sonames = [text(v) for v in entries.get(DT_SONAME, [])]
+        raise MalformedElf("dynamic section without a mapped string table")
+    table = data[strtab[0] : strtab[0] + strtab[1]]
+    what = "dynamic string"
+    needed = [string_at(table, v, what) for v in entries.get(DT_NEEDED, [])]
+    sonames = [string_at(table, v, what) for v in entries.get(DT_SONAME, [])]
     return needed, (sonames[0] if sonames else None)
 
 
-@dataclass(frozen=True)
-class DynamicTables:
+class DynamicTables(NamedTuple):
     """Where the loader finds the dynamic symbol table and its companions."""
 
     symtab: int  # file offset of DT_SYMTAB
@@ -145,90 +136,85 @@ class DynamicTables:
     verneed: tuple[int, int] | None
 
 
-def _u32(data: bytes | memoryview, endian: str, offset: int, count: int) -> np.ndarray:
+def _u32(data: bytes | memoryview, layout: Layout, offset: int, count: int) -> list[int]:
     if offset < 0 or offset + 4 * count > len(data):
-        raise HeaderError(f"hash table at 0x{offset:x} extends past end of file")
-    return np.frombuffer(data, dtype=endian + "u4", count=count, offset=offset)
+        raise MalformedElf(f"hash table at 0x{offset:x} extends past end of file")
+    return read_words(data, offset, count, 4, layout.little_endian).tolist()
 
 
-def _gnu_hash_count(data: bytes | memoryview, layout: ElfLayout, gnu: int) -> int:
+def _gnu_hash_count(data: bytes | memoryview, layout: Layout, gnu: int) -> int:
     """Symbols covered by DT_GNU_HASH: a lower bound (undefined symbols before symoffset
     are not hashed, and a linker may leave symoffset low when nothing is exported)."""
-    endian = layout.endian
-    nbuckets, symoffset, bloom_size, _shift = _u32(data, endian, gnu, 4).tolist()
+    nbuckets, symoffset, bloom_size, _shift = _u32(data, layout, gnu, 4)
     word = 4 if layout.elf_class == 1 else 8
     buckets_off = gnu + 16 + bloom_size * word
-    buckets = _u32(data, endian, buckets_off, nbuckets)
-    last = int(buckets.max()) if nbuckets else 0
+    last = max(_u32(data, layout, buckets_off, nbuckets), default=0)
     if last < symoffset:
         return symoffset
-    chains_off = buckets_off + 4 * nbuckets
-    available = (len(data) - chains_off) // 4 - (last - symoffset)
+    # The last bucket's chain runs from symbol `last` to the first entry with bit 0 set.
+    chain_off = buckets_off + 4 * nbuckets + 4 * (last - symoffset)
+    available = (len(data) - chain_off) // 4
     if available <= 0:
-        raise HeaderError("GNU hash chain extends past end of file")
-    chain = _u32(data, endian, chains_off + 4 * (last - symoffset), available)
-    ends = np.flatnonzero(chain & 1)
-    if ends.size == 0:
-        raise HeaderError("GNU hash chain never ends")
-    return last + int(ends[0]) + 1
+        raise MalformedElf("GNU hash chain extends past end of file")
+    chain = read_words(data, chain_off, available, 4, layout.little_endian)
+    end = next((step for step, value in enumerate(chain) if value & 1), None)
+    if end is None:
+        raise MalformedElf("GNU hash chain never ends")
+    return last + end + 1
 
 
-def _gap_count(
-    data: bytes | memoryview, layout: ElfLayout, entries: dict[int, list[int]], strsz: int
-) -> int:
+def _gap_count(data: bytes | memoryview, layout: Layout, dynamic: Dynamic, strsz: int) -> int:
     """Entries between DT_SYMTAB and the next table the dynamic section points at, cut at the
     first entry that cannot be a symbol (name past the string table, unknown binding)."""
-    symtab_addr = _first(entries, DT_SYMTAB) or 0
-    above = [v for t in _TABLE_TAGS for v in entries.get(t, []) if v > symtab_addr]
-    if not above:
+    symtab_addr = dynamic.first(DT_SYMTAB) or 0
+    above = [v for t in _TABLE_TAGS for v in dynamic.entries.get(t, []) if v > symtab_addr]
+    start = layout.vaddr_to_offset(symtab_addr)
+    if not above or start is None:
         return 0
-    entsize = 16 if layout.elf_class == 1 else 24
-    start = vaddr_to_offset(layout, symtab_addr)
-    if start is None:
-        return 0
+    entsize = SYM_SIZE[layout.elf_class]
     count = min((min(above) - symtab_addr) // entsize, (len(data) - start) // entsize)
     if count <= 0:
         return 0
-    from shimkit.elf.symtab import sym_dtype  # local: symtab imports nothing from here
-
-    syms = np.frombuffer(
-        data, dtype=sym_dtype(layout.elf_class, layout.endian), count=count, offset=start
-    )
-    bind = syms["st_info"] >> 4
-    bad = (syms["st_name"] >= max(strsz, 1)) | ((bind > 2) & (bind != 10))
-    bad[0] = False  # the null symbol
-    first_bad = np.flatnonzero(bad)
-    return int(first_bad[0]) if first_bad.size else count
-
-
-def _symbol_count(
-    data: bytes | memoryview, layout: ElfLayout, entries: dict[int, list[int]], strsz: int
-) -> int:
-    hash_off = _mapped(layout, entries, DT_HASH, "DT_HASH")
-    if hash_off is not None:
-        return int(_u32(data, layout.endian, hash_off, 2)[1])  # nchain: exact
-    gnu = _mapped(layout, entries, DT_GNU_HASH, "DT_GNU_HASH")
-    if gnu is None:
-        raise HeaderError("no section headers and no DT_HASH/DT_GNU_HASH: symbol count unknown")
-    return max(_gnu_hash_count(data, layout, gnu), _gap_count(data, layout, entries, strsz))
+    words = read_words(data, start, count * entsize // 4, 4, layout.little_endian)
+    names = words[0 :: entsize // 4]
+    info_at = 4 if layout.elf_class == 2 else 12
+    infos = bytes(data[start + info_at : start + count * entsize : entsize])
+    for index in range(1, count):  # entry 0 is the null symbol
+        bind = infos[index] >> 4
+        if names[index] >= max(strsz, 1) or (bind > 2 and bind != 10):
+            return index
+    return count
 
 
-def dynamic_symbol_tables(data: bytes | memoryview, layout: ElfLayout) -> DynamicTables | None:
+def dynamic_symbol_tables(
+    data: bytes | memoryview, layout: Layout, dynamic: Dynamic
+) -> DynamicTables | None:
     """The dynamic symbol table through PT_DYNAMIC, or None if the image has none."""
-    entries, from_section = dynamic_entries(data, layout)
-    symtab = _mapped(layout, entries, DT_SYMTAB, "DT_SYMTAB")
+    symtab = _mapped(layout, dynamic, DT_SYMTAB, "DT_SYMTAB")
     if symtab is None:
         return None
-    strtab = dynamic_string_table(data, layout, entries, from_section)
+    strtab = dynamic_string_table(data, layout, dynamic)
     if strtab is None:
-        raise HeaderError("DT_SYMTAB without a mapped DT_STRTAB")
-    verdef = _mapped(layout, entries, DT_VERDEF, "DT_VERDEF")
-    verneed = _mapped(layout, entries, DT_VERNEED, "DT_VERNEED")
+        raise MalformedElf("DT_SYMTAB without a mapped DT_STRTAB")
+    hash_off = _mapped(layout, dynamic, DT_HASH, "DT_HASH")
+    if hash_off is not None:
+        count = _u32(data, layout, hash_off, 2)[1]  # nchain: exact
+    else:
+        gnu = _mapped(layout, dynamic, DT_GNU_HASH, "DT_GNU_HASH")
+        if gnu is None:
+            raise MalformedElf(
+                "no section headers and no DT_HASH/DT_GNU_HASH: symbol count unknown"
+            )
+        count = max(
+            _gnu_hash_count(data, layout, gnu), _gap_count(data, layout, dynamic, strtab[1])
+        )
+    verdef = _mapped(layout, dynamic, DT_VERDEF, "DT_VERDEF")
+    verneed = _mapped(layout, dynamic, DT_VERNEED, "DT_VERNEED")
     return DynamicTables(
         symtab=symtab,
-        count=_symbol_count(data, layout, entries, strtab[1]),
+        count=count,
         strtab=strtab,
-        versym=_mapped(layout, entries, DT_VERSYM, "DT_VERSYM"),
-        verdef=(verdef, _first(entries, DT_VERDEFNUM) or 0) if verdef is not None else None,
-        verneed=(verneed, _first(entries, DT_VERNEEDNUM) or 0) if verneed is not None else None,
+        versym=_mapped(layout, dynamic, DT_VERSYM, "DT_VERSYM"),
+        verdef=(verdef, dynamic.first(DT_VERDEFNUM) or 0) if verdef is not None else None,
+        verneed=(verneed, dynamic.first(DT_VERNEEDNUM) or 0) if verneed is not None else None,
     )

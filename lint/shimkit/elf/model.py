@@ -1,155 +1,100 @@
-"""The data model of the ELF reader: symbols, images and per-input errors.
-
-ElfNames, InputError and ElfFormatError are plain classes: the names-only path
-of `shimkit symbols` loads this module, and importing `dataclasses` (with
-`inspect`) and building dataclasses costs it more start-up time than reading a
-big table. Symbol and ElfImage (read_elf) are dataclasses in shimkit.elf.image,
-importable from here as before.
-"""
+"""What the ELF reader returns: images (full or names only), symbols and per-input errors."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
-if TYPE_CHECKING:
-    from typing import Any
-
-    from shimkit.elf.fastnames import SortedNames
-
-_NAMES_FIELDS = (
-    "location", "e_type", "machine", "elf_class", "imports", "exports", "needed", "soname",
-    "size", "symbol_table", "symbol_count", "offset", "warnings",
-)  # fmt: skip
+from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """One symbol table entry, as the linter sees it."""
+
+    name: str  # without version suffix
+    version: str | None  # e.g. "GLIBC_2.2.5"; None if unversioned
+    binding: str  # "GLOBAL" | "WEAK" | "LOCAL" | "GNU_UNIQUE" | "BIND_<n>"
+    type: str  # "FUNC" | "OBJECT" | "NOTYPE" | "TLS" | "IFUNC" | ... | "TYPE_<n>"
+    defined: bool
+
+
+@dataclass
+class ElfImage:
+    """The linter-relevant facts of one ELF image, wherever it was found.
+
+    `imports`/`exports` come from `.dynsym` for shared objects and executables
+    and from `.symtab` for relocatable objects (`e_type == "REL"`), sorted by
+    name (then version). `symbol_table` names the table they were read from
+    (None if the image has none); `symbol_count` counts its entries without the
+    null entry. A gate must refuse an image whose expected table is missing or
+    empty (`has_symbols` is False) instead of passing it.
+    """
+
+    location: str
+    elf_class: int  # 32 | 64
+    little_endian: bool
+    e_type: str  # "REL" | "DYN" | "EXEC" | "CORE" | "NONE" | "TYPE_<n>"
+    machine: str  # e.g. "EM_X86_64"
+    imports: list[Symbol]
+    exports: list[Symbol]
+    needed: list[str]
+    soname: str | None
+    exec_stack: bool | None
+    size: int
+    symbol_table: str | None = None  # ".dynsym" | ".symtab" | None
+    symbol_count: int = 0
+    name_prefixes: tuple[str, ...] | None = None  # set when imports/exports were filtered
+    offset: int = 0  # where the image starts inside its container (carved images)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_symbols(self) -> bool:
+        """True if the image has the symbol table the linter relies on, with entries."""
+        return self.symbol_table is not None and self.symbol_count > 0
+
+    @property
+    def is_shared_object(self) -> bool:
+        return self.e_type == "DYN"
+
+
+@dataclass
 class ElfNames:
     """The names-only view of an image (`read_elf_names`): what `shimkit symbols` prints.
 
-    Same selection and order as ElfImage.imports/exports, as plain sorted
-    names (duplicates kept: one per table entry). Compares equal field by field.
-
-    `imports` and `exports` may be given as SortedNames (the C helper's packed
-    answer): they become lists of str on first access; until then `packed()`
-    hands them out as they are (`shimkit symbols` writes them without a list).
+    The names of ElfImage.imports/exports, sorted, each once (a table may list a name
+    several times, e.g. with two versions). `symbol_count` counts table entries.
     """
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __init__(
-        self,
-        location: str,
-        e_type: str,
-        machine: str,
-        elf_class: int,
-        imports: list[str] | SortedNames,
-        exports: list[str] | SortedNames,
-        needed: list[str],
-        soname: str | None,
-        size: int,
-        symbol_table: str | None = None,
-        symbol_count: int = 0,
-        offset: int = 0,
-        warnings: list[str] | None = None,
-    ) -> None:
-        self.location = location
-        self.e_type = e_type
-        self.machine = machine
-        self.elf_class = elf_class
-        self.imports = imports
-        self.exports = exports
-        self.needed = needed
-        self.soname = soname
-        self.size = size
-        self.symbol_table = symbol_table
-        self.symbol_count = symbol_count
-        self.offset = offset
-        self.warnings: list[str] = [] if warnings is None else warnings
-
-    @property
-    def imports(self) -> list[str]:
-        value = self._imports
-        if value.__class__ is list:
-            return value  # type: ignore[return-value]
-        self._imports = names = value.names()  # type: ignore[union-attr]
-        return names
-
-    @imports.setter
-    def imports(self, value: list[str] | SortedNames) -> None:
-        self._imports = value
-
-    @property
-    def exports(self) -> list[str]:
-        value = self._exports
-        if value.__class__ is list:
-            return value  # type: ignore[return-value]
-        self._exports = names = value.names()  # type: ignore[union-attr]
-        return names
-
-    @exports.setter
-    def exports(self, value: list[str] | SortedNames) -> None:
-        self._exports = value
-
-    def packed(self, field: str) -> SortedNames | None:
-        """`imports` or `exports` as the helper packed them; None once a list (or if
-        it never was packed)."""
-        if field not in ("imports", "exports"):
-            raise ValueError(f"no names field {field!r} (imports or exports)")
-        value = self._imports if field == "imports" else self._exports
-        return None if value.__class__ is list else value  # type: ignore[return-value]
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in _NAMES_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in _NAMES_FIELDS)
-        return f"ElfNames({inner})"
+    location: str
+    e_type: str
+    machine: str
+    elf_class: int
+    imports: list[str]
+    exports: list[str]
+    needed: list[str]
+    soname: str | None
+    size: int
+    symbol_table: str | None = None
+    symbol_count: int = 0
+    offset: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def has_symbols(self) -> bool:
         return self.symbol_table is not None and self.symbol_count > 0
 
 
+@dataclass(frozen=True)
 class InputError:
-    """An input that could not be read; `message` is one line saying what is wrong.
+    """An input that could not be read; `message` is one line saying what is wrong."""
 
-    Immutable and hashable, compared by (location, message).
-    """
-
-    __slots__ = ("location", "message")
     location: str
     message: str
-
-    def __init__(self, location: str, message: str) -> None:
-        object.__setattr__(self, "location", location)
-        object.__setattr__(self, "message", message)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: InputError is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: InputError is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.location, self.message) == (other.location, other.message)  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((self.location, self.message))
-
-    def __repr__(self) -> str:
-        return f"InputError(location={self.location!r}, message={self.message!r})"
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}"
 
 
 class ElfFormatError(Exception):
-    """Raised by `read_elf` when bytes are not a readable ELF image."""
+    """Raised by the reader when bytes are not a readable ELF image."""
 
     def __init__(self, location: str, message: str) -> None:
         super().__init__(f"{location}: {message}")
@@ -158,11 +103,3 @@ class ElfFormatError(Exception):
 
     def as_input_error(self) -> InputError:
         return InputError(self.location, self.message)
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("Symbol", "ElfImage"):  # dataclasses: loaded by the full-read path only
-        from shimkit.elf import image
-
-        return getattr(image, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

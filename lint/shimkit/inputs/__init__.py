@@ -11,14 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 
-from shimkit.elf import ElfNames, InputError, read_elf_names
+from shimkit.elf import ElfImage, ElfNames, InputError, read_elf, read_elf_names
 from shimkit.inputs.limits import DEFAULT_LIMITS, Limits
 from shimkit.inputs.sources import scan
 from shimkit.inputs.walk import SkippedInput
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
-if TYPE_CHECKING:
-    from shimkit.elf.image import ElfImage
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "SkippedInput", "iter_images", "iter_names"]
 
@@ -38,7 +34,6 @@ def iter_images(
     `progress(done, total)` is called after each file. `name_prefixes` is
     passed to read_elf (only symbols with those name prefixes are kept).
     """
-    from shimkit.elf.reader import read_elf  # numpy: not needed by iter_names
 
     def reader(view: memoryview, location: str) -> ElfImage:
         return read_elf(view, location, name_prefixes=name_prefixes)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shimkit.elf.header import HeaderError, parse_layout
-from shimkit.inputs.kinds import ELF_MAGIC
+from shimkit.elf.layout import ELF_MAGIC, MalformedElf, parse_layout
 
 _VALID_E_TYPES = (1, 2, 3, 4)
 
@@ -25,14 +24,14 @@ def iter_embedded(
     while pos >= 0:
         try:
             layout = parse_layout(view[pos:], strict_ident=True)
-        except HeaderError as exc:
+        except MalformedElf as exc:
             message = str(exc)
             if message.startswith(("truncated", "bad e_sh", "bad e_ph")) and _ident_ok(data, pos):
                 found += 1
                 yield pos, message
             pos = data.find(ELF_MAGIC, pos + 1)
             continue
-        no_tables = layout.sections.size == 0 and layout.segments.size == 0
+        no_tables = not layout.sections and not layout.segments
         if layout.e_type not in _VALID_E_TYPES or no_tables:
             pos = data.find(ELF_MAGIC, pos + 1)
             continue

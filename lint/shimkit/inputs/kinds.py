@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-ELF_MAGIC = b"\x7fELF"
+from shimkit.elf import ELF_MAGIC
+
 AR_MAGIC = b"!<arch>\n"
 THIN_AR_MAGIC = b"!<thin>\n"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+
+# Where a .pt2 package keeps its compiled model shared objects (AOTInductor's layout:
+# `<package>/data/aotinductor/<model>/<hash>.wrapper.so`).
+PT2_BLOB_DIR = "data/aotinductor/"
 
 # Files with these suffixes are scanned for embedded ELF images even when met
 # while walking a directory (ExecuTorch programs and data files).
@@ -27,3 +32,13 @@ def kind_of(head: bytes) -> str | None:
 
 def wants_embed_scan(name: str) -> bool:
     return name.lower().endswith(EMBED_SUFFIXES)
+
+
+def in_pt2_blob_dir(member: str) -> bool:
+    """True for a .pt2 member under data/aotinductor/ (below the package's root folder)."""
+    return f"/{PT2_BLOB_DIR}" in f"/{member}"
+
+
+def is_pt2_blob(member: str) -> bool:
+    """True for a compiled model shared object of a .pt2 (by its member name)."""
+    return in_pt2_blob_dir(member) and member.endswith(".so")

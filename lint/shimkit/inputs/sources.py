@@ -5,6 +5,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from shimkit.elf.model import ElfFormatError, InputError
 from shimkit.inputs.ar import ArchiveError, iter_members
@@ -13,7 +14,6 @@ from shimkit.inputs.kinds import kind_of, wants_embed_scan
 from shimkit.inputs.limits import DEFAULT_LIMITS, Budget, Limits
 from shimkit.inputs.walk import FileEntry, SkippedInput, _describe, expand
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (start-up time)
 if TYPE_CHECKING:
     from typing import TypeVar
 
@@ -92,8 +92,8 @@ class _Scanner:  # generic in T (the reader's result) for type checkers
     def zip(
         self, view: memoryview, location: str, depth: int, budget: Budget
     ) -> Iterator[T | InputError]:
-        # Imported on first use: zipfile and numpy (carving) cost start-up time that
-        # `shimkit symbols lib.so` would pay for nothing.
+        # Imported on first use: zipfile costs start-up time that `shimkit symbols lib.so`
+        # would pay for nothing.
         from shimkit.elf.stream import BufferStream
         from shimkit.inputs.zipc import ZIP_ERRORS, ZipMemberError, iter_zip_members
 

@@ -6,30 +6,18 @@ import errno
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from shimkit.elf.model import InputError
 from shimkit.fileio import leftover_owner, owner_alive
 
 
+@dataclass(frozen=True)
 class FileEntry:
-    """A file to read (a plain class: no dataclasses import on the `shimkit symbols` path)."""
+    """A file to read."""
 
-    __slots__ = ("explicit", "path")
-
-    def __init__(self, path: str, explicit: bool) -> None:
-        self.path = path
-        self.explicit = explicit  # named on the command line (not met while walking a directory)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.path, self.explicit) == (other.path, other.explicit)  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((self.path, self.explicit))
-
-    def __repr__(self) -> str:
-        return f"FileEntry(path={self.path!r}, explicit={self.explicit!r})"
+    path: str
+    explicit: bool  # named on the command line (not met while walking a directory)
 
 
 class SkippedInput:

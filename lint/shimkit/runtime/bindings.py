@@ -10,14 +10,11 @@ AArch64 relocation types are understood.
 from __future__ import annotations
 
 import ctypes
-import io
 import os
 from dataclasses import dataclass
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-
+from shimkit.elf import ElfFormatError
+from shimkit.elf.relocations import read_relocations
 from shimkit.errors import ShimkitError
 
 # GLOB_DAT, JUMP_SLOT and absolute 64-bit relocations: the slot holds the
@@ -61,25 +58,19 @@ class Binding:
 def resolved_imports(blob: bytes, base: int, wanted: set[str] | None = None) -> list[Binding]:
     """Bindings of the named relocations of a blob loaded at `base`."""
     try:
-        elf = ELFFile(io.BytesIO(blob))
-        machine = elf["e_machine"]
-        types = _SLOT_TYPES.get(machine)
-        if types is None:
-            raise ShimkitError(f"blob: cannot read bindings on {machine}")
-        seen: dict[str, Binding] = {}
-        for section in elf.iter_sections():
-            if not isinstance(section, RelocationSection):
-                continue
-            symtab = elf.get_section(section["sh_link"])
-            for reloc in section.iter_relocations():
-                index = reloc["r_info_sym"]
-                if index == 0 or reloc["r_info_type"] not in types:
-                    continue
-                name = symtab.get_symbol(index).name
-                if not name or (wanted is not None and name not in wanted) or name in seen:
-                    continue
-                slot = ctypes.c_uint64.from_address(base + reloc["r_offset"]).value
-                seen[name] = Binding(name, library_of(slot))
-    except ELFError as exc:
-        raise ShimkitError(f"blob: cannot read relocations: {exc}") from None
+        relocations = read_relocations(blob, "blob")
+    except ElfFormatError as exc:
+        raise ShimkitError(f"blob: cannot read relocations: {exc.message}") from None
+    types = _SLOT_TYPES.get(relocations.machine)
+    if types is None:
+        raise ShimkitError(f"blob: cannot read bindings on {relocations.machine}")
+    seen: dict[str, Binding] = {}
+    for reloc in relocations.entries:
+        name = reloc.symbol
+        if reloc.type not in types or not name or name in seen:
+            continue
+        if wanted is not None and name not in wanted:
+            continue
+        slot = ctypes.c_uint64.from_address(base + reloc.offset).value
+        seen[name] = Binding(name, library_of(slot))
     return sorted(seen.values(), key=lambda b: b.symbol)

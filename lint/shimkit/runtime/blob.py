@@ -7,10 +7,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
+from shimkit.inputs.kinds import is_pt2_blob
 from shimkit.inputs.zipc import ZipMemberError, read_member
 
-_ELF_MAGIC = b"\x7fELF"
 _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
 
 
@@ -76,7 +77,7 @@ def _from_pt2(path: Path) -> BlobSource:
                 f"{path}: weights stored outside the blob ({external[0]}) are not supported; "
                 "package constants in the .so (Inductor's default)"
             )
-        blobs = [n for n in names if "/data/aotinductor/" in n and n.endswith(".so")]
+        blobs = [n for n in names if is_pt2_blob(n)]
         if len(blobs) != 1:
             found = ", ".join(blobs) or "none"
             raise ShimkitError(f"{path}: expected exactly one AOTInductor blob .so, found {found}")
@@ -107,11 +108,11 @@ def read_blob(path: str | Path) -> BlobSource:
         raise ShimkitError(f"{path}: cannot read: {exc.strerror}") from None
     if head.startswith(b"PK"):
         source = _from_pt2(path)
-    elif head == _ELF_MAGIC:
+    elif head == ELF_MAGIC:
         source = BlobSource(path=path, member=None, data=path.read_bytes())
     else:
         raise ShimkitError(f"{path}: neither a .pt2 archive nor an ELF blob")
-    if not source.data.startswith(_ELF_MAGIC):
+    if not source.data.startswith(ELF_MAGIC):
         where = f"{path}:{source.member}" if source.member else str(path)
         raise ShimkitError(f"{where}: blob is not an ELF file")
     return source

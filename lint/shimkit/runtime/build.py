@@ -7,10 +7,12 @@ Lookup order (`find_libraries`):
 2. The libraries shipped in the package (a wheel: `shimkit/_native/lib`, see
    `shimkit.native`), built at wheel-build time for shimkit's default prefix.
 3. In a checkout (an editable install, development): a CMake build of
-   CMakeLists.txt, the same build description the wheel is made from, into
-   `build/native/<variant>/`, redone only when a source or the description changes.
+   CMakeLists.txt, the same build description the wheel is made from, for the
+   configuration's prefix, into `build/native/<variant>-<prefix>/`, redone only when a
+   source, the description or the prefix file changes.
 
 Variants: "release" and "asan" (-fsanitize=address,undefined; a checkout only).
+The slim CUDA shims build in a checkout too (`build_cuda_shims`, with the GPU builder).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shimkit import native
+from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 
@@ -39,12 +42,7 @@ VARIANTS = ("release", "asan")
 # What a change of must rebuild (relative to the checkout): the sources the build
 # description names live under these folders; the description and the prefix file too.
 _BUILD_INPUTS = ("shims", "runtime", "cmake")
-_BUILD_FILES = (
-    "CMakeLists.txt",
-    "native_sources.bzl",
-    "rules/shim_symbol_prefix.bzl",
-    "lint/shimkit/elf/_fastnames.c",
-)
+_BUILD_FILES = ("CMakeLists.txt", "native_sources.bzl")
 _SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".inc", ".cmake", ".in")
 
 
@@ -67,13 +65,13 @@ def _checkout_or_error(what: str) -> Path:
     return root
 
 
-def _fingerprint(root: Path, variant: str) -> str:
-    digest = hashlib.sha256(f"{variant}|{sys.executable}".encode())
-    paths = [root / name for name in _BUILD_FILES]
+def _fingerprint(root: Path, variant: str, prefix_file: Path) -> str:
+    digest = hashlib.sha256(f"{variant}|{sys.executable}|{prefix_file}".encode())
+    paths = [prefix_file, *(root / name for name in _BUILD_FILES)]
     for folder in _BUILD_INPUTS:
         paths += [p for p in (root / folder).rglob("*") if p.suffix in _SOURCE_SUFFIXES]
     for path in sorted(p for p in paths if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(str(path).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -86,19 +84,23 @@ def _run(cmd: list[str], what: str) -> None:
         raise ShimkitError(f"{what} failed: {errors[0]}")
 
 
-def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
+def build(
+    variant: str = "release", out_dir: Path | None = None, config: ShimConfig | None = None
+) -> RuntimeLibs:
     """Build shims, runtime, run-blob program (and, for release, the extensions) from this
-    checkout with CMake, unless an up-to-date build exists."""
+    checkout with CMake for `config`'s prefix (default: `load_config()`), unless an
+    up-to-date build exists."""
     if variant not in VARIANTS:
         raise ShimkitError(f"unknown runtime build variant {variant!r} (use {VARIANTS})")
     root = _checkout_or_error("runtime libraries")
     cmake = shutil.which("cmake")
     if cmake is None:
         raise ShimkitError(f"cmake not found: install it (apt install cmake) or set ${LIB_DIR_ENV}")
-    out = out_dir or root / "build" / "native" / variant
+    config = config or load_config()
+    out = out_dir or root / "build" / "native" / f"{variant}-{config.prefix}"
     out.mkdir(parents=True, exist_ok=True)
     libs = RuntimeLibs(out / "lib" / SHIMS_LIB, out / "lib" / RUNTIME_LIB)
-    key = _fingerprint(root, variant)
+    key = _fingerprint(root, variant, config.source)
     stamp = out / "stamp"
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -109,6 +111,7 @@ def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
             configure += ["-G", "Ninja"]  # a first configure; the cache remembers it
         configure += [
             f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DSHIMKIT_PREFIX_FILE={config.source}",
             f"-DSHIMKIT_SANITIZE={'ON' if variant == 'asan' else 'OFF'}",
             f"-DSHIMKIT_PYTHON_EXTENSIONS={'ON' if variant == 'release' else 'OFF'}",
         ]
@@ -130,8 +133,60 @@ def build_run_blob(libs: RuntimeLibs) -> Path:
     return program
 
 
-def find_libraries(variant: str = "release") -> RuntimeLibs:
-    """The libraries to load: $SHIMKIT_LIB_DIR, else shipped, else a checkout build."""
+def build_cuda_shims(out_dir: Path | None = None) -> Path:
+    """The slim CUDA shim library, built without a GPU (it opens the CUDA libraries at
+    run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone only when a
+    source, the builder or the checkout's prefix file change. (It serves the checkout's
+    prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
+    import importlib.util
+
+    root = _checkout_or_error("slim CUDA shims (they build in a checkout)")
+    cuda_builder = root / "tools" / "gpu" / "build_cuda_libs.py"
+    spec = importlib.util.spec_from_file_location("build_cuda_libs", cuda_builder)
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    digest = hashlib.sha256()
+    inputs = [cuda_builder, root / "rules" / "shim_symbol_prefix.bzl"]
+    inputs += [*(root / "shims").rglob("*"), *(root / "runtime").rglob("*")]
+    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    out = out_dir or root / "build" / "cuda" / digest.hexdigest()[:16]
+    library = out / builder.SHIMS_LIB
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.is_file():
+            try:
+                builder.build(out)
+            except builder.BuildError as exc:
+                first = (str(exc).strip().splitlines() or ["?"])[-1]
+                raise ShimkitError(
+                    f"{cuda_builder}: the CUDA shims do not build: {first}"
+                ) from None
+    return library
+
+
+def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
+    """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
+    runtime may import. The one place that knows where each is built."""
+    if device == "cuda":
+        return build_cuda_shims()
+    libs = find_libraries(config=config)
+    if libs.shims.is_file():
+        return libs.shims
+    from shimkit.runtime.capi import runtime_lib  # $SHIMKIT_LIB_DIR: the runtime knows
+
+    provider = runtime_lib(config=config).provider_path()
+    if provider is None:
+        raise ShimkitError(f"{libs.runtime}: does not name its shim library")
+    return provider
+
+
+def find_libraries(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLibs:
+    """The libraries to load: $SHIMKIT_LIB_DIR, else shipped (they serve shimkit's default
+    prefix), else a checkout build for `config`'s prefix."""
     env = os.environ.get(LIB_DIR_ENV)
     if env:
         # The shim library may sit elsewhere (Bazel's _solib_*); the runtime
@@ -148,7 +203,7 @@ def find_libraries(variant: str = "release") -> RuntimeLibs:
             f"the {variant!r} runtime variant is built only in a shimkit checkout "
             "(the wheel ships 'release')"
         )
-    return build(variant)
+    return build(variant, config=config)
 
 
 def build_fastcall() -> Path:
@@ -159,7 +214,7 @@ def build_fastcall() -> Path:
     if shipped is not None:
         return shipped
     _checkout_or_error("fast-call extension")
-    libs = build("release")
+    libs = build("release", config=load_config(native.default_prefix_file()))
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     path = libs.runtime.parent.parent / "python" / f"{FASTCALL_MODULE}{suffix}"
     if not path.is_file():

@@ -6,6 +6,7 @@ import ctypes
 import threading
 from pathlib import Path
 
+from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime.build import RuntimeLibs, find_libraries
 
@@ -115,12 +116,15 @@ class RuntimeLib:
 
 
 _LOCK = threading.Lock()
-_LOADED: dict[str, RuntimeLib] = {}
+_LOADED: dict[tuple[str, str], RuntimeLib] = {}
 
 
-def runtime_lib(variant: str = "release") -> RuntimeLib:
-    """The process-wide runtime library for `variant` (loaded once)."""
+def runtime_lib(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLib:
+    """The process-wide runtime library for `variant` and `config`'s prefix (default:
+    `load_config()`), loaded once."""
+    config = config or load_config()
+    key = (variant, config.prefix)
     with _LOCK:
-        if variant not in _LOADED:
-            _LOADED[variant] = RuntimeLib(find_libraries(variant))
-        return _LOADED[variant]
+        if key not in _LOADED:
+            _LOADED[key] = RuntimeLib(find_libraries(variant, config))
+        return _LOADED[key]

@@ -8,14 +8,19 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from shimkit.config import ShimConfig
+from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
+from shimkit.runtime.admit import (
+    check_served_prefix,
+    lint_errors,
+    read_loadable_image,
+    served_config,
+)
 from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
@@ -80,14 +85,14 @@ class Model:
         config: ShimConfig | None = None,
     ) -> None:
         self.source = source
-        self._config = config
         self._handle: ctypes.c_void_p | None = None
         self._lock: Any = threading.Lock()
         self._fast: Any = None  # the C extension's Runner, if any
         self._fast_run: Any = _decline
-        self._rt: RuntimeLib = runtime_lib(variant)
+        config = config or load_config()
+        self._rt: RuntimeLib = runtime_lib(variant, config)
         if lint:
-            self._lint()
+            self._lint(config)
         handle = ctypes.c_void_p()
         rc = self._rt.lib.shimkit_model_load(source.data, len(source.data), ctypes.byref(handle))
         if rc != 0:
@@ -143,22 +148,13 @@ class Model:
                 (self._in, self._out),
             )
             self._fast_run = self._fast.run
-            _install_fast_method(ext)
             # One lock for both paths: the Runner's, taken in C by its run and
             # by `with self._lock` here (the GIL is released while waiting).
             self._lock = self._fast
 
-    def _lint(self) -> None:
-        """The shimkit linter, in process, before anything is loaded: with the prefix the
+    def _lint(self, config: ShimConfig) -> None:
+        """The shimkit linter, in process, before anything is loaded, with the prefix the
         runtime serves (a blob for another prefix gets one line saying so)."""
-        from shimkit.runtime.probe import (
-            check_served_prefix,
-            default_config,
-            lint_errors,
-            read_loadable_image,
-            served_config,
-        )
-
         provider = self._rt.provider_path()
         if provider is None:
             raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
@@ -167,9 +163,9 @@ class Model:
         except ShimkitError as exc:
             why = str(exc).removeprefix(f"{self._where()}: ")
             raise ShimkitError(f"{self._where()}: rejected by the linter: {why}") from None
-        config = served_config(self._rt, self._config or default_config())
-        check_served_prefix(image, config, self._where())
-        errors = lint_errors(image, config, provider)
+        served = served_config(config, self._rt.prefix(), self._rt.paths.runtime)
+        check_served_prefix(image, served, self._where())
+        errors = lint_errors(image, served, provider)
         if errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             first = errors[0].removeprefix(f"{self._where()}: ")
@@ -246,9 +242,7 @@ class Model:
     def __call__(self, *inputs: Any) -> list[np.ndarray]:
         # The descriptors are per model and both paths drop the GIL during the
         # run: one call at a time per Model (the C side serialises runs too).
-        # The fast path takes that lock itself, in C. Once the extension is
-        # loaded, the class's __call__ is its FastMethod, which does what this
-        # does without a Python frame and calls this one when there is no Runner.
+        # The fast path (the extension's Runner) takes that lock itself, in C.
         result = self._fast_run(inputs)
         if type(result) is list:
             return result
@@ -368,13 +362,6 @@ class Model:
             self.close()
 
 
-def _install_fast_method(ext: ModuleType) -> None:
-    """From now on Model.__call__ is the extension's FastMethod (same behaviour, in C)."""
-    current = Model.__dict__["__call__"]
-    if not isinstance(current, ext.FastMethod):
-        setattr(Model, "__call__", ext.FastMethod(current))  # noqa: B010
-
-
 def load(
     path: str | os.PathLike[str],
     *,
@@ -385,8 +372,7 @@ def load(
     """Load a `.pt2` package or a blob `.so` onto the slim runtime.
 
     With `lint` (default) the shimkit linter checks the blob in process first,
-    against the prefix the runtime serves (`config` gives the shim families;
-    default: shimkit's own prefix file); the C loader then checks its ELF
+    with `config` (default: `load_config()`); the C loader then checks its ELF
     imports and entry points itself before dlopen either way.
     """
     return Model(read_blob(Path(path)), variant=variant, lint=lint, config=config)

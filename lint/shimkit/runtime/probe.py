@@ -20,11 +20,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from shimkit.config import ShimConfig, load_config
-from shimkit.elf.image import ElfImage
+from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
+from shimkit.runtime.admit import (
+    check_served_prefix,
+    lint_errors,
+    read_loadable_image,
+    served_config,
+)
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
-from shimkit.runtime.capi import RuntimeLib
+from shimkit.runtime.capi import runtime_lib
+from shimkit.runtime.model import Model
 
 
 @dataclass
@@ -74,95 +81,6 @@ def load_libtorch_global() -> str:
     return os.path.realpath(path)
 
 
-def _host_machine() -> tuple[str, int]:
-    import platform
-
-    machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(platform.machine(), "")
-    return machine, 64 if sys.maxsize > 2**32 else 32
-
-
-def read_loadable_image(data: bytes, location: str) -> ElfImage:
-    """The blob's ELF image; one-line ShimkitError if it is unreadable or not for this host."""
-    from shimkit.elf import ElfFormatError, read_elf
-
-    try:
-        image = read_elf(data, location)
-    except ElfFormatError as exc:
-        raise ShimkitError(f"{location}: not a readable blob: {exc.message}") from None
-    machine, bits = _host_machine()
-    endian = "little" if image.little_endian else "big"
-    if (image.machine, image.elf_class, image.little_endian) != (
-        machine,
-        bits,
-        sys.byteorder == "little",
-    ):
-        raise ShimkitError(
-            f"{location}: a {image.machine} {image.elf_class}-bit {endian}-endian blob cannot be "
-            f"loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian host; "
-            "probe it on a matching machine (shimkit lint reads it anywhere)"
-        )
-    return image
-
-
-def default_config() -> ShimConfig:
-    """shimkit's own prefix file (the families; the prefix comes from the runtime)."""
-    from shimkit.config import default_config_file
-
-    return load_config(default_config_file())
-
-
-def served_config(rt: RuntimeLib, config: ShimConfig) -> ShimConfig:
-    """`config` with the prefix the runtime serves: a blob is judged against the
-    libraries that will run it, whichever prefix file the working directory has."""
-    return config.with_prefix(rt.prefix(), f"served by {rt.paths.runtime}")
-
-
-def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> None:
-    """One line when the blob's shims carry another prefix than the runtime serves: which
-    prefix this runtime serves, and how to get a runtime for the blob's."""
-    from shimkit.checks.known_shims import known_shim_names, shim_prefix
-
-    known = known_shim_names()
-    if known is None:
-        return
-    found: dict[str, str] = {}
-    for symbol in image.imports:
-        prefix = shim_prefix(symbol.name, served.families, known)
-        if prefix and prefix != served.prefix:
-            found.setdefault(prefix, symbol.name)
-    if not found:
-        return
-    other = sorted(found)[0]
-    raise ShimkitError(
-        f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
-        f"this runtime serves prefix {served.prefix}: build shims and a runtime for {other} "
-        "from your shim_symbol_prefix.bzl (docs/adopting.md: CMake shimkit_shim_library or "
-        f"the Bazel macros) and set $SHIMKIT_LIB_DIR to them, or compile the blob for "
-        f"{served.prefix}"
-    )
-
-
-def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
-    """Error findings of the shimkit linter for a blob about to be loaded."""
-    from shimkit.checks import LintContext, Severity, lint_image
-    from shimkit.elf import ElfFormatError, read_elf
-
-    try:
-        exports = read_elf(provider.read_bytes(), str(provider)).exports
-    except ElfFormatError as exc:
-        raise ShimkitError(f"{provider}: the shim library is unreadable: {exc.message}") from None
-    context = LintContext(
-        config=config,
-        force_blob=True,
-        providers=frozenset(s.name for s in exports),
-    )
-    return [
-        f"{f.rule_id}: {f.message}"
-        for f in lint_image(image, context)
-        if f.severity == Severity.ERROR
-    ]
-
-
 def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
     return {
         s.name
@@ -201,25 +119,21 @@ def probe(
     with_libtorch: bool = True,
     run: bool = True,
 ) -> ProbeReport:
-    """Lint, load and inspect one blob; see the module docstring. `config` gives the shim
-    families (default: shimkit's own prefix file); the prefix is the runtime's."""
+    """Lint, load and inspect one blob; see the module docstring. `config`: the prefix
+    configuration (default: `load_config()`)."""
     import numpy as np
 
-    from shimkit.runtime.model import Model
-
-    families = config or default_config()
+    config = config or load_config()
     libtorch = load_libtorch_global() if with_libtorch else None
     source = read_blob(path)
     location = f"{source.path}!{source.member}" if source.member else str(source.path)
-    from shimkit.runtime.capi import runtime_lib
-
-    rt = runtime_lib()
+    rt = runtime_lib(config=config)
     provider_path = rt.provider_path()
     if provider_path is None:
         raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
     provider = os.path.realpath(provider_path)
     image = read_loadable_image(source.data, location)
-    config = served_config(rt, families)
+    config = served_config(config, rt.prefix(), rt.paths.runtime)
     check_served_prefix(image, config, location)
     report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
     report.lint_errors = lint_errors(image, config, Path(provider))

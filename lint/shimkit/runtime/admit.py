@@ -1,0 +1,89 @@
+"""What a blob must pass before the slim runtime loads it: readable, built for this host,
+and clean by the linter's error rules with the runtime's shim library as the provider
+(`shimkit.checks.blob`). `shimkit.runtime.load` and `shimkit probe` both call these."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+
+from shimkit.checks.blob import blob_findings
+from shimkit.checks.model import Severity
+from shimkit.config import ShimConfig
+from shimkit.elf import ElfFormatError, ElfImage, read_elf
+from shimkit.errors import ShimkitError
+
+
+def _host_machine() -> tuple[str, int]:
+    machine = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}.get(platform.machine(), "")
+    return machine, 64 if sys.maxsize > 2**32 else 32
+
+
+def read_loadable_image(data: bytes, location: str) -> ElfImage:
+    """The blob's ELF image; one-line ShimkitError if it is unreadable or not for this host."""
+    try:
+        image = read_elf(data, location)
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{location}: not a readable blob: {exc.message}") from None
+    machine, bits = _host_machine()
+    endian = "little" if image.little_endian else "big"
+    if (image.machine, image.elf_class, image.little_endian) != (
+        machine,
+        bits,
+        sys.byteorder == "little",
+    ):
+        raise ShimkitError(
+            f"{location}: a {image.machine} {image.elf_class}-bit {endian}-endian blob cannot be "
+            f"loaded on this {machine or 'unknown'} {bits}-bit {sys.byteorder}-endian host; "
+            "probe it on a matching machine (shimkit lint reads it anywhere)"
+        )
+    return image
+
+
+def served_config(config: ShimConfig, prefix: str, runtime: Path) -> ShimConfig:
+    """`config` with the prefix the runtime at `runtime` serves (its shimkit_runtime_prefix):
+    a blob is judged against the libraries that will run it. A wheel's runtime serves
+    shimkit's default prefix whichever prefix file the working directory has."""
+    if prefix == config.prefix:
+        return config
+    return config.with_prefix(prefix, f"served by {runtime}")
+
+
+def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> None:
+    """One line when the blob's shims carry another prefix than the runtime serves: which
+    prefix it serves, and how to get a runtime for the blob's. (Unprefixed shims are the
+    linter's SK001, reported by `lint_errors`.)"""
+    from shimkit.checks.known_shims import known_shim_names, shim_prefix
+
+    known = known_shim_names()
+    if known is None:
+        return
+    found: dict[str, str] = {}
+    for symbol in image.imports:
+        prefix = shim_prefix(symbol.name, served.families, known)
+        if prefix and prefix != served.prefix:
+            found.setdefault(prefix, symbol.name)
+    if not found:
+        return
+    other = sorted(found)[0]
+    raise ShimkitError(
+        f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
+        f"this runtime serves prefix {served.prefix}: build shims and a runtime for {other} "
+        "from your shim_symbol_prefix.bzl (docs/adopting.md: CMake shimkit_shim_library, the "
+        "Bazel macros, or `shimkit --config FILE run` in a shimkit checkout) and set "
+        f"$SHIMKIT_LIB_DIR to them, or compile the blob for {served.prefix}"
+    )
+
+
+def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
+    """The linter's error findings for a blob about to be loaded next to the shim library
+    `provider` (its exports close SK004), one line each."""
+    try:
+        exports = read_elf(provider.read_bytes(), str(provider)).exports
+    except ElfFormatError as exc:
+        raise ShimkitError(f"{provider}: the shim library is unreadable: {exc.message}") from None
+    except OSError as exc:
+        raise ShimkitError(f"{provider}: cannot read the shim library: {exc.strerror}") from None
+    findings = blob_findings(image, config, providers=(s.name for s in exports))
+    return [f"{f.rule_id}: {f.message}" for f in findings if f.severity is Severity.ERROR]

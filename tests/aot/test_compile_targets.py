@@ -1,0 +1,131 @@
+"""Compile-time closure: `shimkit compile --target T` checks each blob against T's shims
+before it writes the package (the linter's SK004 with T's names as the provider).
+
+Fast tests build images by hand (no torch compile); the slow one compiles a real model
+using an op the slim CPU shims lack (torch.histc): it fails naming the op and the fix,
+writes nothing, and compiles for --target libtorch (torch's runner has the op).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from shimkit.aot.compile import blob_problems, problems_line
+from shimkit.aot.targets import TARGETS, provided_names, target_named
+from shimkit.config import ShimConfig
+from shimkit.elf import ElfImage, Symbol
+from shimkit.errors import ShimkitError
+
+ENTRIES = [
+    "AOTInductorModelContainerCreateWithDevice",
+    "AOTInductorModelContainerDelete",
+    "AOTInductorModelContainerRun",
+]
+HISTC = "aoti_torch_cpu_histc"
+HISTOGRAM_MODEL = """
+import torch
+
+class Histogram(torch.nn.Module):
+    def forward(self, x):
+        return torch.histc(x, bins=4, min=0.0, max=1.0) + 1.0
+
+model = Histogram()
+example_inputs = (torch.rand(16),)
+"""
+
+
+def blob(config: ShimConfig, imports: list[str]) -> ElfImage:
+    """A prefixed blob image importing `imports` (bare shim names, prefixed here)."""
+    return ElfImage(
+        location="model.pt2!m/data/aotinductor/model/x.wrapper.so",
+        elf_class=64,
+        little_endian=True,
+        e_type="DYN",
+        machine="EM_X86_64",
+        imports=[
+            Symbol(config.prefixed(n), None, "GLOBAL", "NOTYPE", False) for n in sorted(imports)
+        ],
+        exports=[Symbol(n, None, "GLOBAL", "FUNC", True) for n in ENTRIES],
+        needed=["libc.so.6"],
+        soname=None,
+        exec_stack=False,
+        size=1,
+        symbol_table=".dynsym",
+        symbol_count=len(imports) + len(ENTRIES),
+    )
+
+
+@pytest.fixture(scope="module")
+def slim_cpu(config: ShimConfig) -> frozenset[str]:
+    return provided_names(TARGETS["slim-cpu"], config)
+
+
+def test_slim_cpu_names_are_the_built_librarys_prefixed_exports(
+    config: ShimConfig, slim_cpu: frozenset[str]
+) -> None:
+    assert config.prefixed("aoti_torch_get_dim") in slim_cpu
+    assert config.prefixed(HISTC) not in slim_cpu
+    assert all(config.is_prefixed_family(n) for n in slim_cpu) and len(slim_cpu) > 50
+
+
+def test_libtorch_names_are_torchs_shims_prefixed(config: ShimConfig) -> None:
+    names = provided_names(TARGETS["libtorch"], config)
+    assert config.prefixed(HISTC) in names and config.prefixed("aoti_torch_get_dim") in names
+    assert config.prefixed("aoti_torch_no_such_shim") not in names
+
+
+def test_missing_shims_are_named_with_the_fix(config: ShimConfig, slim_cpu: frozenset[str]) -> None:
+    target = TARGETS["slim-cpu"]
+    clean = blob(config, ["aoti_torch_get_dim", "aoti_torch_get_data_ptr"])
+    assert blob_problems(clean, config, target, slim_cpu) == []  # positive control
+    image = blob(config, ["aoti_torch_get_dim", HISTC, "aoti_torch_cpu_zzz_made_up"])
+    found = blob_problems(image, config, target, slim_cpu)
+    assert [f.rule_id for f in found] == ["SK004", "SK004"]
+    line = problems_line(image, found, target)
+    assert config.prefixed(HISTC) in line and config.prefixed("aoti_torch_cpu_zzz_made_up") in line
+    assert "--target libtorch" in line and "\n" not in line
+    assert blob_problems(image, config, None, None) == []  # no target: no closure check
+
+
+def test_the_proxy_executor_is_fine_only_for_libtorch(config: ShimConfig) -> None:
+    proxy = "aoti_torch_proxy_executor_call_function"
+    image = blob(config, [proxy])
+    names = frozenset({config.prefixed(proxy)})
+    slim = [f.rule_id for f in blob_problems(image, config, TARGETS["slim-cpu"], names)]
+    assert slim == ["SK009"]
+    assert blob_problems(image, config, TARGETS["libtorch"], names) == []
+
+
+def test_unknown_target_is_one_line() -> None:
+    with pytest.raises(ShimkitError, match=r"unknown compile target 'gpu'.*slim-cpu"):
+        target_named("gpu")
+
+
+@pytest.mark.slow
+def test_a_model_the_slim_shims_cannot_serve_fails_compile(
+    tmp_path: Path, config: ShimConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from shimkit.cli import main
+
+    model = tmp_path / "histogram.py"
+    model.write_text(HISTOGRAM_MODEL)
+    out = tmp_path / "histogram.pt2"
+    assert main(["compile", str(model), "-o", str(out)]) == 1  # --target slim-cpu
+    err = capsys.readouterr().err
+    [line] = [ln for ln in err.splitlines() if ln.startswith("shimkit: error: ")]
+    assert config.prefixed(HISTC) in line and "--target libtorch" in line
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["histogram.py"]
+    # Positive control: torch's runner has the op, so the libtorch target compiles.
+    assert main(["compile", str(model), "-o", str(out), "--target", "libtorch"]) == 0
+    assert "--target libtorch" in capsys.readouterr().out and out.is_file()
+
+
+@pytest.mark.slow
+def test_slim_cuda_names_come_from_the_cuda_shim_library(config: ShimConfig) -> None:
+    """The CUDA shim library builds without a GPU; its prefixed exports are the names."""
+    names = provided_names(TARGETS["slim-cuda"], config)
+    assert config.prefixed("aoti_torch_create_cuda_stream_guard") in names
+    assert config.prefixed("aoti_torch_get_dim") in names  # the shared shim core
+    assert config.prefixed(HISTC) not in names
