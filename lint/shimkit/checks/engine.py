@@ -49,12 +49,18 @@ class LintResult:
     problems: list[InputError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: list[SkippedInput] = field(default_factory=list)  # met while walking, not read
+    # Rules (or parts of rules) that did not run, and why: every report says so.
+    skipped_rules: list[tuple[str, str]] = field(default_factory=list)
     suppressed: int = 0  # findings hidden by live suppressions
     expired: list[str] = field(default_factory=list)  # expired suppressions (exit bit 32)
 
     @property
     def findings(self) -> list[Finding]:
         return [f for a in self.artifacts for f in a.findings]
+
+    def skip_rule(self, rule: str, reason: str) -> None:
+        self.skipped_rules.append((rule, reason))
+        self.notes.append(f"{rule} skipped: {reason}")
 
     def exit_code(self) -> int:
         code = EXIT_ERROR if self.problems else 0
@@ -129,16 +135,15 @@ def lint_set(
         context.providers = frozenset(defined)
     else:
         context.providers = None
-        result.notes.append(
-            "SK004 skipped: no provider of prefixed shim symbols was given or linted"
-        )
+        result.skip_rule("SK004", "no provider of prefixed shim symbols was given or linted")
     context.owners = shim_owners(libraries, config)
     if context.reference is None:
-        result.notes.append("SK003 skipped: no reference library")
+        result.skip_rule("SK003", "no reference library (none found, or --no-reference)")
     if context.known_shims is None:
-        result.notes.append(
-            "SK001/SK002 check unprefixed names only: no shim name list (rename header) found, "
-            "so shims under another prefix are not recognised"
+        result.skip_rule(
+            "SK001/SK002 other-prefix check",
+            "no shim name list (rename header) found, so shims under another prefix are "
+            "not recognised",
         )
     for image in loaded:
         findings = lint_image(image, context)

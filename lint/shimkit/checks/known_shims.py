@@ -17,6 +17,8 @@ from shimkit.errors import ShimkitError
 
 # `#define aoti_torch_x SHIMKIT_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_torch_x)`
 _RENAME_LINE = re.compile(r"^#define (\w+) SHIMKIT_PASTE\(\w+, \1\)$", re.MULTILINE)
+# What a shim prefix can be: the start of a C identifier, not an Itanium-mangled name.
+_PREFIX = re.compile(r"(?!_Z)[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def names_in_rename_header(text: str) -> frozenset[str]:
@@ -45,15 +47,16 @@ def known_shim_names() -> frozenset[str] | None:
 
 def shim_prefix(name: str, families: tuple[str, ...], known: frozenset[str]) -> str | None:
     """The prefix `name` carries before a known shim name ("" for a bare shim name), or
-    None if no known shim name ends it. The shortest such prefix wins, so
-    `acme_aoti_torch_x` gives "acme_" even if `torch_x` were a known name too."""
+    None if no known shim name ends it after a possible prefix (a C identifier start, not
+    a mangled C++ name). The shortest such prefix wins, so `acme_aoti_torch_x` gives
+    "acme_" even if `torch_x` were a known name too."""
     if name in known:
         return ""
     best: int | None = None
     for family in families:
         start = name.find(family, 1)
         while start > 0 and (best is None or start < best):
-            if name[start:] in known:
+            if name[start:] in known and _PREFIX.match(name[:start]):
                 best = start
                 break
             start = name.find(family, start + 1)
