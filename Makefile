@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup demo test fmt clean
+.PHONY: setup demo test wheel fmt clean
 
 setup:
 	@tools/bootstrap.sh
@@ -14,6 +14,10 @@ demo: setup
 
 test: setup
 	@$(PY) tools/run_tests.py
+
+# The self-contained manylinux wheel (docs/adopting.md), into build/dist/.
+wheel: setup
+	@$(PY) tools/build_wheel.py
 
 fmt: setup
 	.venv/bin/ruff format lint tests bench tools

@@ -14,7 +14,17 @@ import numpy as np
 import pytest
 from shimkit.config import ShimConfig
 
-from tests.adopt.conftest import CMakeBuild, Venv, copy_acme, exports, ok, run, timed, with_prefix
+from tests.adopt.conftest import (
+    ROOT,
+    CMakeBuild,
+    Venv,
+    copy_acme,
+    exports,
+    ok,
+    run,
+    timed,
+    with_prefix,
+)
 from tests.runtime.blobs import build_case
 
 pytestmark = pytest.mark.slow
@@ -131,3 +141,30 @@ def test_run_default_prefix_blob_from_the_consumer(
     (line,) = refused.stderr.splitlines()
     assert f"this runtime serves prefix {config.prefix}" in line
     assert "under prefix acme_" in line and "SHIMKIT_LIB_DIR" in line
+
+
+def test_a_runtime_for_the_consumers_prefix_runs_its_blob(
+    acme_cmake: CMakeBuild, fresh_venv: Venv, tmp_path: Path
+) -> None:
+    """What the refusal above advises: shimkit's CMakeLists.txt builds the slim runtime for
+    acme's prefix file, and with $SHIMKIT_LIB_DIR the wheel's `shimkit run` runs acme's blob."""
+    acme, env = acme_cmake.source, fresh_venv.env()
+    build = tmp_path / "acme-runtime"
+    with timed("runtime for acme_ (CMake) + run"):
+        ok(
+            run(
+                [
+                    "cmake", "-S", ROOT, "-B", build, "-G", "Ninja",
+                    f"-DSHIMKIT_PREFIX_FILE={acme / 'shim_symbol_prefix.bzl'}",
+                    f"-DPython_EXECUTABLE={fresh_venv.bin / 'python'}",
+                    "-DSHIMKIT_PYTHON_EXTENSIONS=OFF",
+                ],
+                cwd=acme,
+                env=env,
+            )
+        )  # fmt: skip
+        ok(run(["cmake", "--build", build], cwd=acme, env=env))
+        assert "acme_aoti_torch_empty_strided" in exports(build / "lib" / "libshimkit_shims.so")
+        lib_env = fresh_venv.env(SHIMKIT_LIB_DIR=str(build / "lib"))
+        proc = ok(run(["shimkit", "run", "models/tiny_mlp.pt2", "--zeros"], cwd=acme, env=lib_env))
+    assert "output 0: float32 [2, 4]" in proc.stdout
