@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 
-.PHONY: setup demo test dist fmt clean
+.PHONY: setup demo test dist wheel fmt clean
 
 setup:
 	@tools/bootstrap.sh
@@ -19,6 +19,10 @@ test: setup
 # The release archive (git archive of HEAD) and its sha256/integrity, in build/dist/.
 dist:
 	@python3 tools/dist.py
+
+# The self-contained manylinux wheel (docs/adopting.md), into build/dist/.
+wheel: setup
+	@$(PY) tools/build_wheel.py
 
 fmt: setup
 	.venv/bin/ruff format lint tests bench tools

@@ -271,6 +271,8 @@ const char* shimkit_provider_path(void) {
   return p.handle ? p.path.c_str() : nullptr;
 }
 
+const char* shimkit_runtime_prefix(void) { return shimkit::loader::kPrefix; }
+
 int shimkit_check_blob(const void* bytes, size_t size) {
   try {
     return check_blob(bytes, size);

@@ -1,6 +1,7 @@
 // The runtime's C API on bad blobs (never loaded, never a crash), its temp
 // files, and the shim provider it makes global. Exit status 0 = pass.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -53,6 +54,13 @@ int main() {
   const char* provider = shimkit_provider_path();
   expect(provider != nullptr && std::strstr(provider, "libshimkit_shims.so") != nullptr,
          "provider is the shim shared library");
+  // The prefix the runtime reports is the one the provider's shims carry.
+  const std::string served = shimkit_runtime_prefix();
+  expect(!served.empty(), "runtime reports its prefix");
+  expect(dlsym(RTLD_DEFAULT, (served + "aoti_torch_empty_strided").c_str()) != nullptr,
+         "provider defines <served prefix>aoti_torch_empty_strided");
+  expect(dlsym(RTLD_DEFAULT, ("x" + served + "aoti_torch_empty_strided").c_str()) == nullptr,
+         "control: another prefix resolves to nothing");
 
   shimkit_model* model = nullptr;
   const char text[] = "definitely not an ELF file, but long enough to hold an ELF header ...";

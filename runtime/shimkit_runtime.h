@@ -53,6 +53,10 @@ SHIMKIT_RUNTIME_API const char* shimkit_last_error(void);
 /* Path of the shim provider library every blob must bind to. */
 SHIMKIT_RUNTIME_API const char* shimkit_provider_path(void);
 
+/* The private shim prefix this runtime and its provider serve (the prefix define
+ * it was compiled with): a blob must import <prefix>aoti_torch_* names. */
+SHIMKIT_RUNTIME_API const char* shimkit_runtime_prefix(void);
+
 /* Checks blob bytes without loading them: ELF sanity, required entry points,
  * and that every unversioned import resolves, shim imports to the provider. */
 SHIMKIT_RUNTIME_API int shimkit_check_blob(const void* bytes, size_t size);

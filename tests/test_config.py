@@ -18,7 +18,8 @@ import starlark as sl
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 
-PREFIX_FILE = Path(__file__).resolve().parents[1] / "rules" / "shim_symbol_prefix.bzl"
+ROOT = Path(__file__).resolve().parents[1]
+PREFIX_FILE = ROOT / "rules" / "shim_symbol_prefix.bzl"
 RunShimkit = Callable[..., subprocess.CompletedProcess[str]]
 
 OTHER_PREFIX = "acme_shim_"
@@ -118,6 +119,7 @@ def test_cli_text(run_shimkit: RunShimkit, config: ShimConfig) -> None:
     fields = {k.strip(): v.strip() for k, v in fields.items()}
     assert fields == {
         "source": str(config.source),
+        "found by": f"nearest shim_symbol_prefix.bzl walking up from {ROOT}",
         "prefix": config.prefix,
         "define": config.define,
         "families": " ".join(config.families),
@@ -129,7 +131,11 @@ def test_cli_text(run_shimkit: RunShimkit, config: ShimConfig) -> None:
 def test_cli_json(run_shimkit: RunShimkit, config: ShimConfig) -> None:
     proc = run_shimkit(["config", "--format", "json"])
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == config.as_dict()
+    data = json.loads(proc.stdout)
+    assert data.pop("reason") == f"nearest shim_symbol_prefix.bzl walking up from {ROOT}"
+    expected = config.as_dict()
+    del expected["reason"]
+    assert data == expected
 
 
 def test_cli_follows_config_flag_env_and_cwd(run_shimkit: RunShimkit, tmp_path: Path) -> None:
@@ -223,7 +229,7 @@ def test_cli_unreadable_file(run_shimkit: RunShimkit, tmp_path: Path, where: str
         path = tmp_path / "binary.bzl"
         path.write_bytes(b"\x7fELF\xff\xfe\x00")
     proc = run_shimkit(["--config", str(path), "config"])
-    _assert_one_line_error(proc, str(path), "cannot read")
+    _assert_one_line_error(proc, str(path), "not found" if where == "missing" else "cannot read")
 
 
 def test_cli_no_config_anywhere(run_shimkit: RunShimkit, tmp_path: Path) -> None:
@@ -239,3 +245,191 @@ def test_error_control(run_shimkit: RunShimkit, tmp_path: Path) -> None:
     shutil.copy(PREFIX_FILE, copy)
     proc = run_shimkit(["--config", str(copy), "config"])
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+# -- discovery from the working directory ----------------------------------------------
+
+
+def _prefix_file(path: Path, prefix: str) -> Path:
+    """A valid prefix file at `path` with `prefix` (a copy of shimkit's, one line changed)."""
+    text = PREFIX_FILE.read_text(encoding="utf-8")
+    lines = [
+        f'SHIM_SYMBOL_PREFIX = "{prefix}"' if line.startswith("SHIM_SYMBOL_PREFIX = ") else line
+        for line in text.splitlines()
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _locate(cwd: Path, env: dict[str, str] | None = None) -> ShimConfig:
+    from shimkit.config import locate_config
+
+    location = locate_config(cwd=cwd, environ=env or {})
+    return load_config(location.path)
+
+
+def test_discovery_pointer_files(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    target = _prefix_file(repo / "build" / "abi" / "shim_symbol_prefix.bzl", "acme_")
+    deep = repo / "src" / "x"
+    deep.mkdir(parents=True)
+    (repo / ".shimkit.toml").write_text('config = "build/abi/shim_symbol_prefix.bzl"\n')
+    from shimkit.config import locate_config
+
+    found = locate_config(cwd=deep, environ={})
+    assert found.path.resolve() == target.resolve()
+    assert found.reason == f"config in {repo / '.shimkit.toml'}"
+    # pyproject.toml's [tool.shimkit] does the same; agreeing with .shimkit.toml is fine
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "acme"\n[tool.shimkit]\nconfig = "build/abi/shim_symbol_prefix.bzl"\n'
+    )
+    assert locate_config(cwd=deep, environ={}).path.resolve() == target.resolve()
+    (repo / ".shimkit.toml").unlink()
+    found = locate_config(cwd=deep, environ={})
+    assert found.reason == f"[tool.shimkit] config in {repo / 'pyproject.toml'}"
+    assert load_config(found.path).prefix == "acme_"
+
+
+def test_discovery_nearest_prefix_file(tmp_path: Path) -> None:
+    """No pointer: the nearest shim_symbol_prefix.bzl (or rules/shim_symbol_prefix.bzl);
+    a pyproject.toml without [tool.shimkit] is not a pointer."""
+    outer = _prefix_file(tmp_path / "rules" / "shim_symbol_prefix.bzl", "outer_")
+    inner = _prefix_file(tmp_path / "sub" / "shim_symbol_prefix.bzl", "inner_")
+    (tmp_path / "sub" / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / "sub" / "a").mkdir()
+    assert _locate(tmp_path / "sub" / "a").source == inner.resolve()
+    assert _locate(tmp_path).source == outer.resolve()
+    # the environment variable wins over discovery
+    env = {"SHIMKIT_CONFIG": str(outer)}
+    assert _locate(tmp_path / "sub" / "a", env).source == outer.resolve()
+
+
+AMBIGUOUS = {
+    "two-pointers": (
+        {
+            ".shimkit.toml": 'config = "a.bzl"\n',
+            "pyproject.toml": '[tool.shimkit]\nconfig = "b.bzl"\n',
+        },
+        ["a.bzl", "b.bzl", ".shimkit.toml", "pyproject.toml"],
+    ),
+    "root-and-rules": (
+        {"shim_symbol_prefix.bzl": None, "rules/shim_symbol_prefix.bzl": None},
+        ["rules/shim_symbol_prefix.bzl", "/shim_symbol_prefix.bzl"],
+    ),
+    "nearer-file": (
+        {".shimkit.toml": 'config = "a.bzl"\n', "sub/shim_symbol_prefix.bzl": None},
+        ["sub/shim_symbol_prefix.bzl", "a.bzl", "nearer"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AMBIGUOUS))
+def test_discovery_two_candidates_is_one_error(
+    run_shimkit: RunShimkit, tmp_path: Path, case: str
+) -> None:
+    files, needles = AMBIGUOUS[case]
+    for name, text in {"a.bzl": None, "b.bzl": None, **files}.items():
+        if text is None:
+            _prefix_file(tmp_path / name, "p_" + name.replace("/", "_").replace(".", "_") + "_")
+        else:
+            (tmp_path / name).write_text(text)
+    cwd = tmp_path / "sub" if (tmp_path / "sub").is_dir() else tmp_path
+    proc = run_shimkit(["config"], cwd=cwd)
+    line = _assert_one_line_error(proc, "two different prefix files", "--config", *needles)
+    assert str(tmp_path) in line
+
+
+def test_discovery_agreeing_candidates_are_fine(tmp_path: Path) -> None:
+    """Negative control of the ambiguity error: candidates naming one file."""
+    target = _prefix_file(tmp_path / "shim_symbol_prefix.bzl", "same_")
+    (tmp_path / ".shimkit.toml").write_text('config = "shim_symbol_prefix.bzl"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.shimkit]\nconfig = "./shim_symbol_prefix.bzl"\n'
+    )
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "shim_symbol_prefix.bzl").symlink_to(target)
+    assert _locate(tmp_path).prefix == "same_"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "needles"),
+    [
+        (
+            ".shimkit.toml",
+            'config = "missing.bzl"\n',
+            ["missing.bzl", "not found", ".shimkit.toml"],
+        ),
+        (".shimkit.toml", "config = 3\n", [".shimkit.toml", "config ="]),
+        (".shimkit.toml", "config = [\n", [".shimkit.toml", "not valid TOML"]),
+        ("pyproject.toml", "[tool]\nshimkit = 1\n", ["pyproject.toml", "[tool.shimkit]"]),
+    ],
+)
+def test_discovery_bad_pointer(
+    run_shimkit: RunShimkit, tmp_path: Path, name: str, text: str, needles: list[str]
+) -> None:
+    (tmp_path / name).write_text(text)
+    proc = run_shimkit(["config"], cwd=tmp_path)
+    _assert_one_line_error(proc, str(tmp_path), *needles)
+
+
+def test_config_flag_after_the_subcommand(run_shimkit: RunShimkit, tmp_path: Path) -> None:
+    one = _prefix_file(tmp_path / "one.bzl", "one_")
+    two = _prefix_file(tmp_path / "two.bzl", "two_")
+    after = run_shimkit(["config", "--config", str(one), "--format", "json"])
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["prefix"] == "one_"
+    same = run_shimkit(["--config", str(one), "config", "--config", str(one)])
+    assert same.returncode == 0, same.stderr
+    clash = run_shimkit(["--config", str(one), "config", "--config", str(two)])
+    _assert_one_line_error(clash, str(two), "--config given twice", str(one))
+
+
+def test_inconsistent_derived_lists(tmp_path: Path) -> None:
+    path = tmp_path / "x.bzl"
+    text = PREFIX_FILE.read_text(encoding="utf-8")
+    marker = "SHIM_PREFIX_FLAGS = "
+    start = text.index(marker)
+    path.write_text(text[:start] + 'SHIM_PREFIX_FLAGS = ["-DAOTI_SHIM_SYMBOL_PREFIX=typo_"]\n')
+    with pytest.raises(ShimkitError, match=r"SHIM_PREFIX_FLAGS is .*typo_.* derive it"):
+        load_config(path)
+
+
+# -- --format cmake, --output, --check ---------------------------------------------------
+
+
+def test_cmake_format(run_shimkit: RunShimkit, config: ShimConfig, tmp_path: Path) -> None:
+    proc = run_shimkit(["--config", str(PREFIX_FILE), "config", "--format", "cmake"])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# generated by `shimkit config --format cmake`")
+    values = dict(
+        line[len("set(") : -1].split(" ", 1) for line in lines[1:] if line.startswith("set(")
+    )
+    assert values == {
+        "SHIMKIT_PREFIX_SOURCE": f'"{config.source}"',
+        "SHIMKIT_SHIM_SYMBOL_PREFIX": f'"{config.prefix}"',
+        "SHIMKIT_SHIM_SYMBOL_PREFIX_DEFINE": f'"{config.define}"',
+        "SHIMKIT_SHIM_SYMBOL_FAMILIES": '"' + ";".join(config.families) + '"',
+        "SHIMKIT_SHIM_PREFIX_DEFINES": '"' + ";".join(config.defines) + '"',
+        "SHIMKIT_SHIM_PREFIX_FLAGS": '"' + ";".join(config.flags) + '"',
+    }
+
+
+def test_cmake_output_and_check(run_shimkit: RunShimkit, tmp_path: Path) -> None:
+    prefix_file = _prefix_file(tmp_path / "repo" / "shim_symbol_prefix.bzl", "gen_")
+    out = tmp_path / "repo" / "cmake" / "prefix.cmake"
+    out.parent.mkdir()
+    args = ["--config", str(prefix_file), "config", "--format", "cmake"]
+    assert run_shimkit([*args, "--output", str(out)]).returncode == 0
+    text = out.read_text()
+    # relocatable: the source is relative to the generated file
+    assert (
+        'set(SHIMKIT_PREFIX_SOURCE "${CMAKE_CURRENT_LIST_DIR}/../shim_symbol_prefix.bzl")' in text
+    )
+    assert run_shimkit([*args, "--check", str(out)]).returncode == 0
+    # negative control: the prefix file changes, the generated copy does not
+    _prefix_file(prefix_file, "gen2_")
+    stale = run_shimkit([*args, "--check", str(out)])
+    assert stale.returncode == 4, stale.stderr
+    assert "out of date" in stale.stderr and str(out) in stale.stderr

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  binutils patchelf libopenblas-dev libdnnl-dev python3-dev debootstrap
+  binutils patchelf libopenblas-dev libdnnl-dev python3-dev debootstrap cmake ninja-build g++
 )
 
 missing=()
@@ -27,10 +27,10 @@ fi
 PYTHON=${PYTHON:-python3}
 stamp=.venv/.shimkit-installed
 # (Re)install when the lock, the project or a compiled module's source changed, or the
-# in-place build of that module is gone.
+# editable install's build of that module is gone (CMake puts it in site-packages).
 accel=lint/shimkit/elf/_symnames.c
 if [ ! -x .venv/bin/python ] || [ requirements.lock -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ] \
-  || [ "$accel" -nt "$stamp" ] || ! compgen -G "${accel%.c}.*.so" >/dev/null; then
+  || [ "$accel" -nt "$stamp" ] || ! compgen -G ".venv/lib/python3*/site-packages/shimkit/elf/_symnames.*.so" >/dev/null; then
   echo "bootstrap: creating the Python venv (.venv) from requirements.lock"
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock 2>&1 | grep -v "is ignored" || true

@@ -33,6 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+CONFIG_HELP = (
+    "the prefix file (default: found from the working directory; see `shimkit config`); "
+    "accepted before or after the subcommand"
+)
+
+
 def _chosen_command(argv: Sequence[str]) -> str | None:
     """The subcommand named on the command line, without parsing the rest."""
     args = iter(argv)
@@ -44,6 +50,14 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _merge_config(args: argparse.Namespace) -> str | None:
+    """`--config` given before and/or after the subcommand: one value, or a usage error."""
+    before, after = args.config, getattr(args, "config_after_command", None)
+    if before is not None and after is not None and before != after:
+        raise ShimkitError(f"--config given twice with different files: {before} and {after}")
+    return after if after is not None else before
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with `argv`, only the subcommand it names gets its arguments."""
     parser = argparse.ArgumentParser(
@@ -51,11 +65,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Private, prefixed AOTInductor shim ABI: config, lint, gate, AOT helpers.",
     )
     parser.add_argument("--version", action="version", version=f"shimkit {__version__}")
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help="the prefix file (default: nearest rules/shim_symbol_prefix.bzl)",
-    )
+    parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = _chosen_command(argv) if argv is not None else None
@@ -65,6 +75,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             continue
         module = importlib.import_module(f"shimkit.commands.{module_name}")
         command = sub.add_parser(name, help=summary, description=module.HELP)
+        command.add_argument(
+            "--config", metavar="FILE", dest="config_after_command", help=CONFIG_HELP
+        )
         module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
@@ -91,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if exc.code not in (0, None) else 0
     install_termination_handlers()
     try:
+        args.config = _merge_config(args)
         return int(args._run(args))
     except ShimkitError as exc:
         print(f"shimkit: error: {printable(str(exc))}", file=sys.stderr)

@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -246,30 +245,6 @@ def acme_config() -> ShimConfig:
     return load_config(ACME / "shim_symbol_prefix.bzl")
 
 
-@pytest.fixture(scope="module")
-def linter_flags_foreign_prefix(blob: Path, tmp_path_factory: pytest.TempPathFactory) -> bool:
-    """Whether this tree's linter flags acme_ shim names under an acme2_ config (bit 8).
-
-    The rule that a shim name carrying another prefix is SK001 comes from another branch
-    (issue 10, adopt-py); until it is merged the bit-8 control is an expected failure. The
-    linter is run from this tree's sources, as the lint tests run it.
-    """
-    config = tmp_path_factory.mktemp("foreign") / "shim_symbol_prefix.bzl"
-    config.write_text((ACME / "shim_symbol_prefix.bzl").read_text().replace('"acme_"', '"acme2_"'))
-    run = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from shimkit.cli import main; "
-        "sys.exit(main(sys.argv[2:]))"
-    )
-    args = ["--config", str(config), "lint", "--no-reference", str(blob)]
-    proc = subprocess.run(
-        [sys.executable, "-c", run, str(ROOT / "lint"), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return bool(proc.returncode & 8)
-
-
 def export_problems(symbols: set[str], config: ShimConfig, expected: tuple[str, ...]) -> list[str]:
     """One line per expected shim not exported with `config`'s prefix, or exported unprefixed."""
     problems = [f"missing {p}" for p in map(config.prefixed, expected) if p not in symbols]
@@ -327,7 +302,7 @@ def test_built_libraries_export_acme_prefixed_shims(proof: Proof, acme_config: S
 
 @pytest.mark.slow
 def test_control_new_prefix_old_blob_fails_lint_with_bit_8(
-    proof: Proof, acme_config: ShimConfig, linter_flags_foreign_prefix: bool
+    proof: Proof, acme_config: ShimConfig
 ) -> None:
     results = proof.control.results()
     # The built library follows the prefix file: it is rebuilt and lints clean...
@@ -339,8 +314,7 @@ def test_control_new_prefix_old_blob_fails_lint_with_bit_8(
         [f"missing {acme_config.prefixed(n)}" for n in ACME_SHIMS]
         + [f"foreign export {CONTROL_PREFIX}{n}" for n in ACME_SHIMS]
     )
-    if not linter_flags_foreign_prefix:
-        pytest.xfail("the linter does not flag other-prefix shim names yet (adopt-py's SK001)")
+    # ...while the blob compiled for acme_ is now a shim under another prefix: SK001, bit 8.
     assert results.get("//:tiny_mlp_lint_test") == "FAILED", results
     output = proof.control.stdout + proof.control.stderr
     assert "shimkit exited 8, expected 0" in output, output[-3000:]

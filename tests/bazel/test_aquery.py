@@ -76,9 +76,7 @@ def compiles(targets: dict[str, list[str]]) -> dict[str, list[list[str]]]:
 
 
 @pytest.mark.slow
-def test_targets_found(
-    targets: dict[str, list[str]], compiles: dict[str, list[list[str]]]
-) -> None:
+def test_targets_found(targets: dict[str, list[str]], compiles: dict[str, list[list[str]]]) -> None:
     assert "//examples/basic:example_shim_lib" in targets["shim"]
     assert "//tests/bazel:fixture_shim_aten" in targets["shim"]
     assert "//tests/bazel:fixture_user_aten" in targets["aten"]

@@ -33,6 +33,7 @@ class Spec:
 
 def specs(config: ShimConfig) -> list[Spec]:
     p = config.prefix
+    o = "other_" + p  # another prefix (SK001/SK002 must tell it from the configured one)
     return [
         # SK001 and control
         Spec(
@@ -55,6 +56,29 @@ def specs(config: ShimConfig) -> list[Spec]:
             "libimports_prefixed.so",
             f"extern int {p}aoti_torch_get_dim(void*, long*);\n"
             f"int f(void* t) {{ long d; return {p}aoti_torch_get_dim(t, &d); }}\n",
+        ),
+        # SK001/SK002: a known shim under another prefix; control: unrelated names that
+        # contain a family string (no known shim name after them)
+        Spec(
+            "libimports_other_prefix.so",
+            f"extern int {o}aoti_torch_get_dim(void*, long*);\n"
+            f"int f(void* t) {{ long d; return {o}aoti_torch_get_dim(t, &d); }}\n",
+        ),
+        Spec(
+            "libshim_other_prefix.so",
+            f"int {o}aoti_torch_get_dim(void* t, long* d) {{ (void)t; *d = 1; return 0; }}\n",
+        ),
+        Spec(
+            "libtorchish_names.so",
+            "extern int my_torch_helper(void);\n"
+            "extern int other_aoti_torch_no_such_shim(void);\n"
+            "int mytorch_entry(void) {\n"
+            "  return my_torch_helper() + other_aoti_torch_no_such_shim();\n}\n",
+        ),
+        # SK011: a second library defining the same prefixed shim (control: one of them)
+        Spec(
+            "libshim_prefixed_twin.so",
+            f"int {p}aoti_torch_get_dim(void* t, long* d) {{ (void)t; *d = 2; return 0; }}\n",
         ),
         # SK002 and control (also the SK004 provider)
         Spec(

@@ -196,23 +196,27 @@ def test_pre_commit_hook_runs_shimkit_lint(repo_root: Path) -> None:
     assert "language: python" in text
 
 
-def test_sarif_absolute_paths_are_file_uris() -> None:
+def test_sarif_paths_inside_the_root_are_relative(tmp_path: Path) -> None:
     from shimkit.report.sarif import _artifact_location
 
-    assert _artifact_location("/tmp/a b.so") == {"uri": "file:///tmp/a%20b.so"}
-    assert _artifact_location("out/x.so") == {"uri": "out/x.so", "uriBaseId": "%SRCROOT%"}
+    outside = "/elsewhere/a b.so"
+    assert _artifact_location(outside, tmp_path) == {"uri": "file:///elsewhere/a%20b.so"}
+    inside = {"uri": "out/x.so", "uriBaseId": "%SRCROOT%"}
+    assert _artifact_location(str(tmp_path / "out" / "x.so"), tmp_path) == inside
+    assert _artifact_location("out/x.so", Path.cwd()) == inside
 
 
 def test_sarif_container_member_is_a_logical_location() -> None:
     from shimkit.checks import Finding, Severity
-    from shimkit.report.sarif import _result
+    from shimkit.report.sarif import SarifOptions, _result
 
     finding = Finding(
         "SK001", "m.pt2!m/data/aotinductor/x.wrapper.so", "aoti_torch_x", "msg", Severity.ERROR
     )
-    result = _result(finding, {"SK001": 0})
+    result = _result(finding, {"SK001": 0}, SarifOptions())
     loc = result["locations"][0]  # type: ignore[index]
     assert loc["physicalLocation"]["artifactLocation"]["uri"] == "m.pt2"
+    assert loc["physicalLocation"]["region"] == {"startLine": 1}
     assert [item["name"] for item in loc["logicalLocations"]] == [
         "m/data/aotinductor/x.wrapper.so",
         "aoti_torch_x",

@@ -2,10 +2,11 @@
 
 The GPU machine has a compiler but no Bazel, and a library built here may not
 run there, so both sides build from the same sources with this script (CI
-builds them with Bazel too: //shims/cuda, //runtime/cuda). Standard library
-only; the prefix comes from rules/shim_symbol_prefix.bzl through
-shimkit.config (needs starlark-pyo3) unless --unprefixed (the lint negative
-control).
+builds them with Bazel too: //shims/cuda, //runtime/cuda). Sources and flags
+come from native_sources.bzl (the one description Bazel and CMake read too,
+through tools/native_sources.py), the prefix from rules/shim_symbol_prefix.bzl
+through shimkit.config unless --unprefixed (the lint negative control); both
+need starlark-pyo3.
 
     python3 tools/gpu/build_cuda_libs.py OUT_DIR [--unprefixed] [--cxx g++]
 """
@@ -20,35 +21,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CUDA_SOURCES = [
-    "shims/cuda/cublaslt_api.cpp",
-    "shims/cuda/cuda_api.cpp",
-    "shims/cuda/cuda_context.cpp",
-    "shims/cuda/cuda_graph.cpp",
-    "shims/cuda/cudnn_api.cpp",
-    "shims/cuda/cudnn_conv.cpp",
-    "shims/cuda/gemm.cpp",
-    "shims/cuda/shim_core_cuda.cpp",
-    "shims/cuda/shim_ops_cuda.cpp",
-]
+sys.path.insert(0, str(ROOT / "tools"))
 
+from native_sources import load as load_native_build  # noqa: E402
 
-def cpu_shim_sources() -> list[str]:
-    """The CPU shim sources the CUDA library compiles unchanged: every shims/*.cpp but the
-    core, which shim_core_cuda.cpp includes (renamed)."""
-    return sorted(
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "shims").glob("*.cpp")
-        if p.name != "shim_core.cpp"
-    )
-
-
-SHIM_SOURCES = CUDA_SOURCES + cpu_shim_sources()
-RUNNER_SOURCES = [
-    "runtime/cuda/cuda_runner.cpp",
-    "runtime/elf_imports.cpp",
-    "runtime/temp_blob_file.cpp",
-]
+NATIVE = load_native_build()
+CUDA_SHIMS = NATIVE.libraries["cuda_shims"]
+CUDA_RUNTIME = NATIVE.libraries["cuda_runtime"]
+SHIM_SOURCES: list[str] = list(CUDA_SHIMS["srcs"])
+RUNNER_SOURCES: list[str] = list(CUDA_RUNTIME["srcs"])
 SHIMS_LIB = "libshimkit_cuda_shims.so"
 RUNNER_LIB = "libshimkit_cuda_runtime.so"
 CBLAS_FALLBACK = ROOT / "tools" / "gpu" / "cblas_fallback"
@@ -96,21 +77,22 @@ def build(
     sanitize: bool = False,
 ) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    gen = out / "gen" / "shims" / "cuda"
-    gen.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(ROOT / "shims" / "shim_core.cpp", gen / "shim_core_host.inc")
+    gen = out / "gen"
+    for output, source in CUDA_SHIMS["generated"].items():
+        (gen / output).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / source, gen / output)
     flags, prefix = prefix_flags(unprefixed)
     blas_include: list[str] = []
-    blas_link = ["-lopenblas"]
+    shim_linkopts = list(CUDA_SHIMS["linkopts"])
     extra_objects: list[str] = []
     if cblas_fallback or not have_openblas(cxx):
         # The GPU image has no OpenBLAS: the CPU fallbacks get a plain sgemm.
         blas_include = ["-I", str(CBLAS_FALLBACK)]
-        blas_link = []
+        shim_linkopts.remove("-lopenblas")
         extra_objects = [str(CBLAS_FALLBACK / "cblas_fallback.cpp")]
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"] if sanitize else []
-    common = [cxx, "-std=c++17", "-O1" if sanitize else "-O2", "-fPIC", "-fvisibility=hidden"]
-    common += ["-Wall", "-Wextra", *san]
+    optimize = ["-O1"] if sanitize else NATIVE.optimize_copts
+    common = [cxx, *NATIVE.cxx_copts, *optimize, "-fPIC", *NATIVE.warning_copts, *san]
     common += ["-I", str(ROOT), "-I", str(out / "gen"), *blas_include, *flags]
 
     def compile_one(src: str) -> str:
@@ -124,11 +106,7 @@ def build(
         shim_objs = list(pool.map(compile_one, SHIM_SOURCES + extra_objects))
         runner_objs = list(pool.map(compile_one, RUNNER_SOURCES))
     lds = out / "cuda_shims.lds"
-    lds.write_text(
-        f"{{ global: {prefix}aoti_*; {prefix}torch_*; shimkit_*; local: *; }};\n"
-        if prefix
-        else "{ global: aoti_*; torch_*; shimkit_*; local: *; };\n"
-    )
+    lds.write_text(CUDA_SHIMS["version_script"].replace("@PREFIX@", prefix) + "\n")
     shims = out / SHIMS_LIB
     run(
         [
@@ -139,9 +117,8 @@ def build(
             *san,
             *shim_objs,
             f"-Wl,--version-script={lds}",
-            "-Wl,-z,noexecstack",
-            "-ldl",
-            *blas_link,
+            *NATIVE.shared_linkopts,
+            *shim_linkopts,
         ]
     )
     runner = out / RUNNER_LIB
@@ -156,8 +133,8 @@ def build(
             f"-L{out}",
             "-lshimkit_cuda_shims",
             "-Wl,-rpath,$ORIGIN",
-            "-Wl,-z,noexecstack",
-            "-ldl",
+            *NATIVE.shared_linkopts,
+            *CUDA_RUNTIME["linkopts"],
         ]
     )
     return {"shims": shims, "runner": runner}

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shimkit.checks.model import Finding, LintContext, Role, Severity
 from shimkit.checks.roles import role_of
 from shimkit.checks.rules import RULES, RULES_BY_ID
+from shimkit.config import ShimConfig
 from shimkit.elf.model import InputError
 from shimkit.exitcodes import EXIT_ERROR, EXIT_EXPIRED_SUPPRESSION
 from shimkit.inputs.walk import SkippedInput
@@ -47,12 +49,18 @@ class LintResult:
     problems: list[InputError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: list[SkippedInput] = field(default_factory=list)  # met while walking, not read
+    # Rules (or parts of rules) that did not run, and why: every report says so.
+    skipped_rules: list[tuple[str, str]] = field(default_factory=list)
     suppressed: int = 0  # findings hidden by live suppressions
     expired: list[str] = field(default_factory=list)  # expired suppressions (exit bit 32)
 
     @property
     def findings(self) -> list[Finding]:
         return [f for a in self.artifacts for f in a.findings]
+
+    def skip_rule(self, rule: str, reason: str) -> None:
+        self.skipped_rules.append((rule, reason))
+        self.notes.append(f"{rule} skipped: {reason}")
 
     def exit_code(self) -> int:
         code = EXIT_ERROR if self.problems else 0
@@ -64,17 +72,43 @@ class LintResult:
         return code
 
 
+def _owner_key(location: str) -> str:
+    """One library reached by two paths (a symlink, --provider and a linted path) is one
+    owner: plain files by their real path, container members by location."""
+    return location if "!" in location else os.path.realpath(location)
+
+
+def shim_owners(
+    libraries: Mapping[str, Iterable[str]], config: ShimConfig
+) -> dict[str, tuple[str, ...]]:
+    """Prefixed shim names that more than one library defines -> those libraries."""
+    by_name: dict[str, dict[str, str]] = {}
+    for location, names in libraries.items():
+        key = _owner_key(location)
+        for name in names:
+            if config.is_prefixed_family(name):
+                by_name.setdefault(name, {}).setdefault(key, location)
+    return {
+        name: tuple(sorted(owners.values()))
+        for name, owners in sorted(by_name.items())
+        if len(owners) > 1
+    }
+
+
 def lint_set(
     images: Iterable[ElfImage | InputError | SkippedInput],
     context: LintContext,
-    extra_providers: Iterable[str] = (),
+    providers: Mapping[str, Iterable[str]] | None = None,
 ) -> LintResult:
-    """Lint artifacts together: the prefixed-import closure spans all of them.
+    """Lint artifacts together: the prefixed-import closure and shim ownership span all
+    of them.
 
-    `context.providers` is replaced by `extra_providers` plus every prefixed
-    shim-family name defined by an artifact of the set; when neither gives a
-    prefixed name, the unresolved-prefixed-import rule is skipped (a note says
-    so), since there is nothing to resolve against.
+    `providers` maps provider libraries that are not linted themselves to their
+    exported names. `context.providers` is replaced by every prefixed shim-family
+    name they or a linted artifact define; when none is, the
+    unresolved-prefixed-import rule is skipped (a note says so), since there is
+    nothing to resolve against. `context.owners` gets the prefixed names defined by
+    more than one shared library of the run (single-owner rule).
     """
     result = LintResult()
     loaded: list[ElfImage] = []
@@ -86,21 +120,31 @@ def lint_set(
         else:
             loaded.append(item)
     config = context.config
-    providers = {n for n in extra_providers if config.is_prefixed_family(n)}
+    libraries: dict[str, list[str]] = {
+        location: list(names) for location, names in (providers or {}).items()
+    }
+    defined = {n for names in libraries.values() for n in names if config.is_prefixed_family(n)}
     for image in loaded:
-        providers.update(s.name for s in image.exports if config.is_prefixed_family(s.name))
+        defined.update(s.name for s in image.exports if config.is_prefixed_family(s.name))
+        if image.e_type == "DYN":  # objects and archives bind nothing at load time
+            libraries[image.location] = [s.name for s in image.exports]
     explicit = context.providers
     if explicit is not None:
-        providers.update(explicit)
-    if providers:
-        context.providers = frozenset(providers)
+        defined.update(explicit)
+    if defined:
+        context.providers = frozenset(defined)
     else:
         context.providers = None
-        result.notes.append(
-            "SK004 skipped: no provider of prefixed shim symbols was given or linted"
-        )
+        result.skip_rule("SK004", "no provider of prefixed shim symbols was given or linted")
+    context.owners = shim_owners(libraries, config)
     if context.reference is None:
-        result.notes.append("SK003 skipped: no reference library")
+        result.skip_rule("SK003", "no reference library (none found, or --no-reference)")
+    if context.known_shims is None:
+        result.skip_rule(
+            "SK001/SK002 other-prefix check",
+            "no shim name list (rename header) found, so shims under another prefix are "
+            "not recognised",
+        )
     for image in loaded:
         findings = lint_image(image, context)
         result.artifacts.append(

@@ -13,6 +13,12 @@ if TYPE_CHECKING:  # the ELF model is only needed for annotations here
     from shimkit.elf import ElfImage
 
 
+def _shipped_shim_names() -> frozenset[str] | None:
+    from shimkit.checks.known_shims import known_shim_names
+
+    return known_shim_names()
+
+
 class Severity(str, enum.Enum):
     """How bad a finding is. Only errors set exit-code bits."""
 
@@ -53,6 +59,11 @@ class LintContext:
     provider is known and the unresolved-prefixed-import rule is skipped.
     `reference` maps an exported name to the reference library exporting it;
     `None` means no reference library was given and collisions are skipped.
+    `known_shims` is the list of shim names (the rename header's) that tells a
+    shim under another prefix from an unrelated name; `None` means no list was
+    found and only unprefixed shim names are reported. `owners` maps a prefixed
+    shim name defined by more than one library of the run to those libraries
+    (set by `lint_set`).
     """
 
     config: ShimConfig
@@ -61,6 +72,8 @@ class LintContext:
     providers: frozenset[str] | None = None
     reference: Reference | None = None
     role_cache: dict[str, Role] = field(default_factory=dict)
+    known_shims: frozenset[str] | None = field(default_factory=_shipped_shim_names)
+    owners: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Reference(Protocol):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from shimkit.checks.known_shims import shim_prefix
 from shimkit.checks.model import Finding, LintContext, Role, Rule, Severity
 from shimkit.exitcodes import EXIT_COLLISION, EXIT_OTHER_VIOLATION, EXIT_UNPREFIXED
 
@@ -53,17 +54,44 @@ REQUIRED_ENTRY_POINTS: tuple[tuple[str, ...], ...] = (
 PROXY_EXECUTOR_SHIM = "aoti_torch_proxy_executor_call_function"
 
 
+def _foreign_prefix(name: str, context: LintContext) -> str | None:
+    """The other prefix a shim-family name carries (not the configured one), or None:
+    only a known shim name after the prefix counts, so unrelated names never match."""
+    config = context.config
+    known = context.known_shims
+    if known is None or config.is_prefixed_family(name):
+        return None
+    prefix = shim_prefix(name, config.families, known)
+    return prefix or None
+
+
+def _wrong_prefix_message(verb: str, name: str, other: str, context: LintContext) -> str:
+    config = context.config
+    bare = name[len(other) :]
+    return (
+        f"{verb} {name}, a shim under prefix {other}, not the configured {config.prefix} "
+        f"({config.source}); expected {config.prefixed(bare)}"
+    )
+
+
 def _unprefixed_imports(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
     rule = RULES_BY_ID["SK001"]
     for symbol in image.imports:
+        weak = " (weak)" if symbol.binding == "WEAK" else ""
         if context.config.is_family(symbol.name):
-            weak = " (weak)" if symbol.binding == "WEAK" else ""
             yield rule.finding(
                 image,
                 symbol.name,
                 f"imports unprefixed shim symbol {symbol.name}{weak}; "
                 f"expected {context.config.prefixed(symbol.name)}",
                 f"{symbol.name}{weak}",
+            )
+        elif (other := _foreign_prefix(symbol.name, context)) is not None:
+            yield rule.finding(
+                image,
+                symbol.name,
+                _wrong_prefix_message("imports", symbol.name, other, context) + weak,
+                f"{symbol.name}{weak}  [prefix {other}, configured {context.config.prefix}]",
             )
 
 
@@ -76,6 +104,13 @@ def _unprefixed_exports(image: ElfImage, context: LintContext, role: Role) -> It
                 symbol.name,
                 f"exports unprefixed shim symbol {symbol.name}; "
                 f"expected {context.config.prefixed(symbol.name)}",
+            )
+        elif (other := _foreign_prefix(symbol.name, context)) is not None:
+            yield rule.finding(
+                image,
+                symbol.name,
+                _wrong_prefix_message("exports", symbol.name, other, context),
+                f"{symbol.name}  [prefix {other}, configured {context.config.prefix}]",
             )
 
 
@@ -187,6 +222,23 @@ def _extra_blob_exports(image: ElfImage, context: LintContext, role: Role) -> It
         )
 
 
+def _several_owners(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
+    owners = context.owners
+    if not owners or image.e_type != "DYN":
+        return
+    rule = RULES_BY_ID["SK011"]
+    for symbol in image.exports:
+        libraries = owners.get(symbol.name)
+        if libraries is not None:
+            listed = ", ".join(libraries)
+            yield rule.finding(
+                image,
+                symbol.name,
+                f"defines {symbol.name}, which {len(libraries)} libraries define: {listed}",
+                f"{symbol.name}  [{listed}]",
+            )
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         id="SK001",
@@ -194,10 +246,12 @@ RULES: tuple[Rule, ...] = (
         severity=Severity.ERROR,
         exit_bit=EXIT_UNPREFIXED,
         roles=ALL_ROLES,
-        summary="imports an unprefixed shim-family symbol (weak imports included)",
+        summary="imports a shim-family symbol without the configured prefix: unprefixed, or "
+        "under another prefix (weak imports included)",
         fix="recompile the blob with `shimkit compile` (or rename a built one with "
         "`shimkit rewrite`); C/C++ code: build with SHIM_PREFIX_DEFINES and the generated "
-        "rename header",
+        "rename header; another prefix: rebuild for the configured prefix file, or lint with "
+        "the prefix file it was built for",
         check=_unprefixed_imports,
     ),
     Rule(
@@ -206,9 +260,10 @@ RULES: tuple[Rule, ...] = (
         severity=Severity.ERROR,
         exit_bit=EXIT_UNPREFIXED,
         roles=OWN_AND_BLOB,
-        summary="one of our libraries exports an unprefixed shim-family symbol",
-        fix="build the shim library with the prefix define (SHIM_PREFIX_DEFINES) so every "
-        "shim is defined under its prefixed name",
+        summary="one of our libraries exports a shim-family symbol without the configured "
+        "prefix: unprefixed, or under another prefix",
+        fix="build the shim library with the prefix define (SHIM_PREFIX_DEFINES) of the "
+        "configured prefix file so every shim is defined under its prefixed name",
         check=_unprefixed_exports,
     ),
     Rule(
@@ -293,6 +348,18 @@ RULES: tuple[Rule, ...] = (
         fix="compile with -fvisibility=hidden and a version script "
         "`{ global: AOTInductor*; local: *; };`",
         check=_extra_blob_exports,
+    ),
+    Rule(
+        id="SK011",
+        name="shim-defined-twice",
+        severity=Severity.ERROR,
+        exit_bit=EXIT_COLLISION,
+        roles=ALL_ROLES,
+        summary="a prefixed shim is defined by more than one library of the run (it binds by "
+        "load order)",
+        fix="keep each prefixed shim in exactly one library (one shim library per process), "
+        "or hide the duplicate (-fvisibility=hidden, a version script)",
+        check=_several_owners,
     ),
 )
 

@@ -71,16 +71,16 @@ def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
         reference=reference,
     )
     provider_errors: list[InputError] = []
-    provider_names: set[str] = set()
+    providers: dict[str, list[str]] = {}
     for item in iter_inputs(options.providers, follow_symlinks=options.follow_symlinks):
         if isinstance(item, InputError):
             provider_errors.append(InputError(item.location, f"provider: {item.message}"))
         elif not isinstance(item, SkippedInput):
-            provider_names.update(s.name for s in item.exports)
+            providers[item.location] = [s.name for s in item.exports]
     images = iter_inputs(
         options.paths, follow_symlinks=options.follow_symlinks, progress=options.progress
     )
-    result = lint_set(images, context, extra_providers=provider_names)
+    result = lint_set(images, context, providers=providers)
     result.problems.extend(provider_errors)
     if not result.artifacts and not result.problems:
         # an empty directory or a mistyped bazel-bin path must not pass silently

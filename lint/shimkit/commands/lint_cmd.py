@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from shimkit import DOCS_URL
 from shimkit.checks import LintResult
 from shimkit.checks.run import LintOptions, run_lint
 from shimkit.config import load_config
@@ -15,7 +16,7 @@ from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import relative_location
 from shimkit.gate.suppressions import apply_suppressions, load_suppressions
-from shimkit.report import FORMATS, render
+from shimkit.report import FORMATS, SarifOptions, render
 from shimkit.report.progress import ProgressBar
 
 HELP = "lint ELF files, directories, archives and .pt2 packages for shim-ABI violations"
@@ -86,6 +87,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="TOML or JSON suppressions (as for `shimkit gate`); expired ones set exit bit 32",
     )
+    parser.add_argument(
+        "--source-root",
+        metavar="DIR",
+        type=Path,
+        help="SARIF: the repository root relative URIs start from (%%SRCROOT%%; default: the "
+        "working directory)",
+    )
+    parser.add_argument(
+        "--help-uri-base",
+        metavar="URL",
+        help=f"SARIF: where the docs folder lives, for rule help links (default: {DOCS_URL})",
+    )
 
 
 def apply_suppression_file(result: LintResult, path: str, root: Path, today: dt.date) -> None:
@@ -123,8 +136,11 @@ def run(args: argparse.Namespace) -> int:
             options.progress.close()
     if args.suppressions:
         today = dt.datetime.now(dt.timezone.utc).date()
-        apply_suppression_file(result, args.suppressions, Path.cwd(), today)
-    text = render(result, config, args.format, color=use_color(args), quiet=args.quiet)
+        apply_suppression_file(result, args.suppressions, args.source_root or Path.cwd(), today)
+    sarif = SarifOptions(
+        source_root=args.source_root or Path.cwd(), docs_url=args.help_uri_base or DOCS_URL
+    )
+    text = render(result, config, args.format, color=use_color(args), quiet=args.quiet, sarif=sarif)
     write_report(text, args.output)
     if args.output and args.format != "text" and not args.quiet:
         # the report went to a file: still say the verdict on stderr

@@ -54,6 +54,7 @@ def lint_dict(result: LintResult, config: ShimConfig) -> dict[str, object]:
         ],
         "input_errors": [{"location": p.location, "message": p.message} for p in result.problems],
         "notes": list(result.notes),
+        "skipped_rules": [{"rule": r, "reason": why} for r, why in result.skipped_rules],
         "skipped": [{"location": s.location, "reason": s.reason} for s in result.skipped],
         "suppressed": result.suppressed,
         "expired_suppressions": list(result.expired),

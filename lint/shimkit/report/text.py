@@ -1,7 +1,8 @@
 """Human-readable lint output: grouped by artifact, symbols listed, fix hints.
 
-A clean run prints one summary line (nothing with --quiet). Colour is the
-caller's decision (a tty, no --no-color, no $NO_COLOR).
+A clean run prints one summary line (nothing with --quiet); it names every
+skipped rule and why. Colour is the caller's decision (a tty, no --no-color, no
+$NO_COLOR).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def _summary(result: LintResult, config: ShimConfig) -> str:
         parts.append(f"clean (prefix {config.prefix})")
         if warnings:
             parts.append(f"{warnings} warning(s)")
+    if result.skipped_rules:
+        skipped = "; ".join(f"{rule} ({reason})" for rule, reason in result.skipped_rules)
+        parts.append(f"skipped: {skipped}")
     return "shimkit lint: " + ", ".join(parts)
 
 

@@ -4,8 +4,8 @@
     outputs = model(x)                          # numpy arrays or CPU torch tensors in,
                                                 # a list of numpy arrays out
 
-The C libraries come from $SHIMKIT_LIB_DIR or a cached local build (see
-`shimkit.runtime.build`). libtorch may be loaded in the same process: blobs
+The C libraries come from $SHIMKIT_LIB_DIR, the package (a wheel), or a build
+of the checkout (see `shimkit.runtime.build`). libtorch may be loaded in the same process: blobs
 bind only to the private, prefixed shims.
 """
 

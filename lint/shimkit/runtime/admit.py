@@ -41,6 +41,41 @@ def read_loadable_image(data: bytes, location: str) -> ElfImage:
     return image
 
 
+def served_config(config: ShimConfig, prefix: str, runtime: Path) -> ShimConfig:
+    """`config` with the prefix the runtime at `runtime` serves (its shimkit_runtime_prefix):
+    a blob is judged against the libraries that will run it. A wheel's runtime serves
+    shimkit's default prefix whichever prefix file the working directory has."""
+    if prefix == config.prefix:
+        return config
+    return config.with_prefix(prefix, f"served by {runtime}")
+
+
+def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> None:
+    """One line when the blob's shims carry another prefix than the runtime serves: which
+    prefix it serves, and how to get a runtime for the blob's. (Unprefixed shims are the
+    linter's SK001, reported by `lint_errors`.)"""
+    from shimkit.checks.known_shims import known_shim_names, shim_prefix
+
+    known = known_shim_names()
+    if known is None:
+        return
+    found: dict[str, str] = {}
+    for symbol in image.imports:
+        prefix = shim_prefix(symbol.name, served.families, known)
+        if prefix and prefix != served.prefix:
+            found.setdefault(prefix, symbol.name)
+    if not found:
+        return
+    other = sorted(found)[0]
+    raise ShimkitError(
+        f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
+        f"this runtime serves prefix {served.prefix}: build shims and a runtime for {other} "
+        "from your shim_symbol_prefix.bzl (docs/adopting.md: CMake shimkit_shim_library, the "
+        "Bazel macros, or `shimkit --config FILE run` in a shimkit checkout) and set "
+        f"$SHIMKIT_LIB_DIR to them, or compile the blob for {served.prefix}"
+    )
+
+
 def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
     """The linter's error findings for a blob about to be loaded next to the shim library
     `provider` (its exports close SK004), one line each."""

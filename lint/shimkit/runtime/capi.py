@@ -64,6 +64,7 @@ class RuntimeLib:
         p, sz, i = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
         lib.shimkit_last_error.restype = ctypes.c_char_p
         lib.shimkit_provider_path.restype = ctypes.c_char_p
+        lib.shimkit_runtime_prefix.restype = ctypes.c_char_p
         lib.shimkit_check_blob.argtypes = [ctypes.c_char_p, sz]
         lib.shimkit_check_blob.restype = i
         lib.shimkit_model_load.argtypes = [ctypes.c_char_p, sz, ctypes.POINTER(p)]
@@ -107,6 +108,11 @@ class RuntimeLib:
     def provider_path(self) -> Path | None:
         raw = self.lib.shimkit_provider_path()
         return Path(raw.decode()) if raw else None
+
+    def prefix(self) -> str:
+        """The shim prefix this runtime serves (compiled in)."""
+        raw = self.lib.shimkit_runtime_prefix()
+        return raw.decode() if raw else ""
 
 
 _LOCK = threading.Lock()

@@ -1,7 +1,8 @@
 """The C extension behind `Model`'s hot call, or None (then ctypes is used).
 
-`runtime/python/shimkit_fastcall.c` is compiled on first use (see
-`shimkit.runtime.build.build_fastcall`) and imported from its build path.
+`runtime/python/shimkit_fastcall.c` ships built in the wheel; in a checkout it is
+built with the runtime (see `shimkit.runtime.build.build_fastcall`). It is imported
+from that path.
 `SHIMKIT_FASTCALL=0` turns it off; if it cannot be built or imported, one
 warning line says why and every Model calls through ctypes instead.
 """

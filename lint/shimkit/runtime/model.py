@@ -15,7 +15,12 @@ import numpy as np
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
-from shimkit.runtime.admit import lint_errors, read_loadable_image
+from shimkit.runtime.admit import (
+    check_served_prefix,
+    lint_errors,
+    read_loadable_image,
+    served_config,
+)
 from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
@@ -148,7 +153,8 @@ class Model:
             self._lock = self._fast
 
     def _lint(self, config: ShimConfig) -> None:
-        """The shimkit linter, in process, before anything is loaded."""
+        """The shimkit linter, in process, before anything is loaded, with the prefix the
+        runtime serves (a blob for another prefix gets one line saying so)."""
         provider = self._rt.provider_path()
         if provider is None:
             raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
@@ -157,7 +163,9 @@ class Model:
         except ShimkitError as exc:
             why = str(exc).removeprefix(f"{self._where()}: ")
             raise ShimkitError(f"{self._where()}: rejected by the linter: {why}") from None
-        errors = lint_errors(image, config, provider)
+        served = served_config(config, self._rt.prefix(), self._rt.paths.runtime)
+        check_served_prefix(image, served, self._where())
+        errors = lint_errors(image, served, provider)
         if errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
             first = errors[0].removeprefix(f"{self._where()}: ")

@@ -21,7 +21,12 @@ from pathlib import Path
 from shimkit.config import ShimConfig, load_config
 from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
-from shimkit.runtime.admit import lint_errors, read_loadable_image
+from shimkit.runtime.admit import (
+    check_served_prefix,
+    lint_errors,
+    read_loadable_image,
+    served_config,
+)
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
 from shimkit.runtime.capi import runtime_lib
@@ -135,6 +140,8 @@ def probe(
         raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
     provider = os.path.realpath(provider_path)
     image = read_loadable_image(source.data, location)
+    config = served_config(config, rt.prefix(), rt.paths.runtime)
+    check_served_prefix(image, config, location)
     report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
     report.lint_errors = lint_errors(image, config, Path(provider))
     wanted = _shim_imports(image, config)

@@ -1,0 +1,192 @@
+"""The one description of shimkit's native build: sources, headers and flags per library.
+
+Every build of the C/C++ code reads this file, so they cannot drift apart:
+- Bazel: shims/, shims/cuda/, runtime/ and runtime/cuda/ BUILD files load it
+  (`package_paths` turns the paths into labels of the calling package);
+- CMake (the wheel, `cmake --install`, and the in-checkout development build of
+  `shimkit.runtime.build`): through cmake/native_sources.cmake, generated from
+  this file by `tools/native_sources.py` (a test checks it is current);
+- tools/gpu/build_cuda_libs.py (the GPU machine has no Bazel): through
+  tools/native_sources.py.
+tests/test_native_sources.py checks that the three agree.
+
+Paths are relative to the repository root. Include paths are relative to the
+root too (`#include "shims/aoti_shim_abi.h"`). The shim prefix is not here:
+every build adds its define from the prefix file (shim_symbol_prefix.bzl).
+"""
+
+# Compiler flags of every C++ library (Bazel adds its compilation mode's
+# optimisation; CMake and the GPU builder add OPTIMIZE_COPTS).
+CXX_COPTS = [
+    "-std=c++17",
+    "-fvisibility=hidden",
+]
+
+# Optimisation of the builds without a compilation mode of their own.
+OPTIMIZE_COPTS = ["-O2"]
+
+# Warnings of the builds that show them (CMake, the GPU builder).
+WARNING_COPTS = [
+    "-Wall",
+    "-Wextra",
+]
+
+# Link flags of every shared library and program (AOTI-era glibc refuses
+# executable stacks).
+SHARED_LINKOPTS = ["-Wl,-z,noexecstack"]
+
+# The generated rename header (`shimkit header`): exported by every shim library
+# (and shipped with the CMake package), which compile with the prefix define.
+RENAME_HEADER = "shims/aoti_shim_rename.h"
+
+# The libraries. `exported_headers` are the public API, `headers` private;
+# `generated` maps a file some build must produce to the source it copies;
+# `version_script` (with @PREFIX@ for the shim prefix) limits the exports.
+NATIVE_LIBRARIES = {
+    # The slim CPU shims: what every CPU runtime loads RTLD_GLOBAL before a blob
+    # (libshimkit_shims.so).
+    "slim_shims": {
+        "srcs": [
+            "shims/shim_conv.cpp",
+            "shims/shim_core.cpp",
+            "shims/shim_ops_cpu.cpp",
+            "shims/shim_sort.cpp",
+            "shims/slim_tensor.cpp",
+        ],
+        "headers": [
+            "shims/conv_geometry.h",
+            "shims/shim_internal.h",
+        ],
+        "exported_headers": [
+            "shims/aoti_shim_abi.h",
+            "shims/slim_tensor.h",
+        ],
+        "linkopts": ["-lopenblas"],
+    },
+    # The blob loader (libshimkit_runtime.so): calls the shims through the shim
+    # library (a NEEDED entry, never linked in statically).
+    "runtime": {
+        "srcs": [
+            "runtime/elf_imports.cpp",
+            "runtime/runtime.cpp",
+            "runtime/temp_blob_file.cpp",
+        ],
+        "headers": [
+            "runtime/blob_loader_common.h",
+            "runtime/elf_imports.h",
+            "runtime/shim_families.h",
+            "runtime/temp_blob_file.h",
+        ],
+        "exported_headers": ["runtime/shimkit_runtime.h"],
+        "linkopts": ["-ldl"],
+    },
+    # The smallest process that runs a blob (shimkit-run-blob).
+    "run_blob": {
+        "srcs": ["runtime/shimkit_run_blob.cpp"],
+        "headers": [],
+        "exported_headers": [],
+        "linkopts": [],
+    },
+    # The slim CUDA shims (libshimkit_cuda_shims.so): the CPU shims plus CUDA
+    # tensors and ops; CUDA itself is dlopen'd, so the host toolchain builds it.
+    "cuda_shims": {
+        "srcs": [
+            "shims/cuda/cublaslt_api.cpp",
+            "shims/cuda/cuda_api.cpp",
+            "shims/cuda/cuda_context.cpp",
+            "shims/cuda/cuda_graph.cpp",
+            "shims/cuda/cudnn_api.cpp",
+            "shims/cuda/cudnn_conv.cpp",
+            "shims/cuda/gemm.cpp",
+            "shims/cuda/shim_core_cuda.cpp",
+            "shims/cuda/shim_ops_cuda.cpp",
+            "shims/shim_conv.cpp",
+            "shims/shim_ops_cpu.cpp",
+            "shims/shim_sort.cpp",
+            "shims/slim_tensor.cpp",
+        ],
+        "headers": [
+            "shims/conv_geometry.h",
+            "shims/cuda/cublaslt_api.h",
+            "shims/cuda/cuda_api.h",
+            "shims/cuda/cuda_context.h",
+            "shims/cuda/cudnn_api.h",
+            "shims/cuda/cudnn_conv.h",
+            "shims/cuda/gemm.h",
+            "shims/shim_internal.h",
+        ],
+        "exported_headers": [
+            "shims/aoti_shim_abi.h",
+            "shims/cuda/aoti_shim_cuda_abi.h",
+            "shims/slim_tensor.h",
+        ],
+        # shim_core_cuda.cpp includes the CPU core under this name (renamed).
+        "generated": {"shims/cuda/shim_core_host.inc": "shims/shim_core.cpp"},
+        "version_script": "{ global: @PREFIX@aoti_*; @PREFIX@torch_*; shimkit_*; local: *; };",
+        "linkopts": [
+            "-ldl",
+            "-lopenblas",
+        ],
+    },
+    # The CUDA blob runner (libshimkit_cuda_runtime.so) over the CUDA shims.
+    "cuda_runtime": {
+        "srcs": [
+            "runtime/cuda/cuda_runner.cpp",
+            "runtime/elf_imports.cpp",
+            "runtime/temp_blob_file.cpp",
+        ],
+        "headers": [
+            "runtime/blob_loader_common.h",
+            "runtime/elf_imports.h",
+            "runtime/shim_families.h",
+            "runtime/temp_blob_file.h",
+            "shims/aoti_shim_abi.h",
+            "shims/cuda/aoti_shim_cuda_abi.h",
+        ],
+        "exported_headers": [
+            "runtime/cuda/shimkit_cuda_runtime.h",
+            "runtime/shimkit_runtime.h",
+        ],
+        "linkopts": ["-ldl"],
+    },
+}
+
+# CPython extension modules (C) built with the `shimkit` package, by CMake: at
+# wheel-build time, and for an editable install. `package`: the package the module
+# is imported from (`shimkit.elf._symnames`); None: loaded by path from the native
+# runtime's folder (shimkit/_native/python/ in a wheel, the runtime build in a
+# checkout). `numpy`: needs numpy's C headers. Hidden visibility but for PyInit_*.
+PYTHON_EXTENSIONS = {
+    # Model's hot call (shimkit.runtime.fastcall).
+    "_shimkit_fastcall": {
+        "srcs": ["runtime/python/shimkit_fastcall.c"],
+        "headers": ["runtime/shimkit_runtime.h"],
+        "copts": ["-O2"],
+        "numpy": True,
+        "package": None,
+    },
+    # The ELF reader's optional compiled part (shimkit.elf.symtab; docs/development.md).
+    "_symnames": {
+        "srcs": ["lint/shimkit/elf/_symnames.c"],
+        "headers": [],
+        "copts": ["-O2"],
+        "numpy": False,
+        "package": "shimkit.elf",
+    },
+}
+
+def package_paths(paths):
+    """Repository-relative `paths` as labels for the calling BUILD file.
+
+    Args:
+      paths: file paths relative to the repository root.
+
+    Returns:
+      A file name for a file of the calling package, `//dir:name` for any other.
+    """
+    package = native.package_name()
+    labels = []
+    for path in paths:
+        directory, _, name = path.rpartition("/")
+        labels.append(name if directory == package else "//%s:%s" % (directory, name))
+    return labels
