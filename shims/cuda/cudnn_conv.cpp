@@ -193,7 +193,8 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   const std::vector<int64_t> w_want =
       s.channels_last ? channels_last_strides(w_sizes) : contiguous_strides(w_sizes);
   if (!dense_in(w, w_want)) {
-    SlimTensor dense = empty_device(w_sizes.data(), w_want.data(), 4, dtype::kFloat32, device);
+    SlimTensor dense =
+        SlimTensor::empty(w_sizes.data(), w_want.data(), 4, dtype::kFloat32, device::kCUDA, device);
     copy_tensor(dense, w);
     w = dense;
   }
@@ -227,8 +228,8 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                .first;
     }
     const Plan& plan = *it->second;
-    SlimTensor y =
-        empty_device(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32, device);
+    SlimTensor y = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32,
+                                     device::kCUDA, device);
     std::shared_ptr<Storage> workspace;
     if (plan.workspace > 0) workspace = device_storage(plan.workspace, device);
     ok(d.set_stream(handle, current_stream(device)), "cudnnSetStream");

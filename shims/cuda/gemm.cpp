@@ -95,7 +95,7 @@ const float* ones_vector(int32_t device, int64_t n) {
     const int64_t st = 1;
     SlimTensor h(Storage::borrow(host.data(), host.size() * sizeof(float)), &size, &st, 1, 0,
                  dtype::kFloat32, device::kCPU, -1);
-    SlimTensor d = empty_device(&size, nullptr, 1, dtype::kFloat32, device);
+    SlimTensor d = SlimTensor::empty(&size, nullptr, 1, dtype::kFloat32, device::kCUDA, device);
     copy_tensor(d, h);
     ones.tensor = d;
     ones.size = size;

@@ -54,7 +54,7 @@ void on_host_into(const SlimTensor& out, std::vector<const SlimTensor*> inputs, 
   mirrors.reserve(inputs.size());
   for (const SlimTensor* t : inputs) mirrors.push_back(cu::host_mirror(*t));
   if (cpu_op(hout, mirrors) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
-  cu::copy_tensor(out, hout);
+  shimkit::copy_tensor(out, hout);
 }
 
 AtenTensorHandle borrow_handle(SlimTensor& t) { return reinterpret_cast<AtenTensorHandle>(&t); }
@@ -166,7 +166,8 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
       } else if (full_bias || beta == 0.0) {
         const cu::Operand oc = cu::operand(m, n, o.strides()[0], o.strides()[1]);
         if (oc.ok && oc.op == cu::kOpN) {
-          if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) cu::copy_tensor(o, bias);
+          if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr())
+            shimkit::copy_tensor(o, bias);
           if (cu::gemm(o, a, b, alpha_f, beta == 0.0 ? 0.0f : beta_f)) return;
         }
       }

@@ -175,12 +175,19 @@ def test_unprefixed_build_fails_lint(unprefixed_cuda_libs: dict[str, Path]) -> N
     assert done.returncode & 8, done.stdout
 
 
-def test_bazel_target_compiles_every_cpu_shim_source() -> None:
-    # The CUDA provider must export everything the CPU provider does: its Bazel target
-    # lists the CPU sources by hand (no cross-package glob), so compare with the tree.
+def test_bazel_core_sources_are_every_core_file_and_both_libraries_use_them() -> None:
+    # One shim core, compiled into the CPU and the CUDA library alike: Bazel lists the core
+    # sources once (//shims:core_sources, no glob), so compare that list with the tree and
+    # with what the Python builders compile.
     import build_cuda_libs
 
-    build_file = (ROOT / "shims" / "cuda" / "BUILD.bazel").read_text()
-    labels = re.findall(r'"//shims:([A-Za-z0-9_]+\.cpp)"', build_file)
-    compiled = {f"shims/{name}" for name in labels if name != "shim_core.cpp"}  # genrule input
-    assert compiled == set(build_cuda_libs.cpu_shim_sources())
+    cpu_build = (ROOT / "shims" / "BUILD.bazel").read_text()
+    group = re.search(r'name = "core_sources",\s*srcs = \[(.*?)\]', cpu_build, re.S)
+    assert group is not None
+    listed = {f"shims/{name}" for name in re.findall(r'"([A-Za-z0-9_]+\.cpp)"', group.group(1))}
+    assert listed == set(build_cuda_libs.core_shim_sources())
+    assert listed <= set(build_cuda_libs.SHIM_SOURCES)
+    cuda_build = (ROOT / "shims" / "cuda" / "BUILD.bazel").read_text()
+    assert '"//shims:core_sources"' in cuda_build
+    # No device file is a renamed copy of the core any more.
+    assert "shim_core" not in cuda_build

@@ -14,37 +14,36 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# The CUDA library's device files and ops (shims/cuda/BUILD.bazel lists the same).
 CUDA_SOURCES = [
     "shims/cuda/cublaslt_api.cpp",
     "shims/cuda/cuda_api.cpp",
     "shims/cuda/cuda_context.cpp",
     "shims/cuda/cuda_graph.cpp",
+    "shims/cuda/cuda_hooks.cpp",
     "shims/cuda/cudnn_api.cpp",
     "shims/cuda/cudnn_conv.cpp",
     "shims/cuda/gemm.cpp",
-    "shims/cuda/shim_core_cuda.cpp",
+    "shims/cuda/shim_cuda_device.cpp",
     "shims/cuda/shim_ops_cuda.cpp",
 ]
 
 
-def cpu_shim_sources() -> list[str]:
-    """The CPU shim sources the CUDA library compiles unchanged: every shims/*.cpp but the
-    core, which shim_core_cuda.cpp includes (renamed)."""
-    return sorted(
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "shims").glob("*.cpp")
-        if p.name != "shim_core.cpp"
-    )
+def core_shim_sources() -> list[str]:
+    """The shim core and the CPU ops, compiled unchanged into every shim library: every
+    shims/*.cpp (shims/BUILD.bazel's :core_sources)."""
+    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "shims").glob("*.cpp"))
 
 
-SHIM_SOURCES = CUDA_SOURCES + cpu_shim_sources()
+SHIM_SOURCES = CUDA_SOURCES + core_shim_sources()
+# The loader both runtimes share, plus the CUDA runner (runtime/cuda/BUILD.bazel).
 RUNNER_SOURCES = [
+    "runtime/blob_loader.cpp",
     "runtime/cuda/cuda_runner.cpp",
     "runtime/elf_imports.cpp",
     "runtime/temp_blob_file.cpp",
@@ -96,9 +95,6 @@ def build(
     sanitize: bool = False,
 ) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    gen = out / "gen" / "shims" / "cuda"
-    gen.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(ROOT / "shims" / "shim_core.cpp", gen / "shim_core_host.inc")
     flags, prefix = prefix_flags(unprefixed)
     blas_include: list[str] = []
     blas_link = ["-lopenblas"]
@@ -111,7 +107,7 @@ def build(
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"] if sanitize else []
     common = [cxx, "-std=c++17", "-O1" if sanitize else "-O2", "-fPIC", "-fvisibility=hidden"]
     common += ["-Wall", "-Wextra", *san]
-    common += ["-I", str(ROOT), "-I", str(out / "gen"), *blas_include, *flags]
+    common += ["-I", str(ROOT), *blas_include, *flags]
 
     def compile_one(src: str) -> str:
         obj = out / "obj" / (src.replace("/", "_") + ".o")

@@ -38,9 +38,13 @@ _VARIANT_FLAGS = {
     "asan": ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"],
 }
 _LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
-# The runtime library's sources (runtime/ also holds programs, tests and the
-# backend registry, which hosts build with their own mode).
-RUNTIME_SOURCES = ("elf_imports.cpp", "runtime.cpp", "temp_blob_file.cpp")
+# The CPU shim library: the shim core and CPU ops (every shims/*.cpp, also in
+# the CUDA library) plus the CPU library's device file (shims/cpu/).
+# The runtime library: the loader both runtimes share and the CPU runner
+# (runtime/ also holds programs, tests and the backend registry, which hosts
+# build with their own mode). shims/BUILD.bazel and runtime/BUILD.bazel list
+# the same files.
+RUNTIME_SOURCES = ("blob_loader.cpp", "elf_imports.cpp", "runtime.cpp", "temp_blob_file.cpp")
 RUN_BLOB = "shimkit-run-blob"
 
 
@@ -53,7 +57,9 @@ class RuntimeLibs:
 
 
 def _sources() -> tuple[list[Path], list[Path], list[Path]]:
-    shims = sorted((REPO_ROOT / "shims").glob("*.cpp"))
+    shims = sorted((REPO_ROOT / "shims").glob("*.cpp")) + sorted(
+        (REPO_ROOT / "shims" / "cpu").glob("*.cpp")
+    )
     runtime = [REPO_ROOT / "runtime" / name for name in RUNTIME_SOURCES]
     runtime = [p for p in runtime if p.is_file()]
     headers = sorted((REPO_ROOT / "shims").glob("*.h")) + sorted(
