@@ -272,6 +272,15 @@ void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host) {
 
 const char* shimkit_cuda_conv_last_fallback(void) { return cu::last_conv_fallback().c_str(); }
 
+void shimkit_cuda_conv_api_counts(int64_t* on_graph_api, int64_t* plans_built) {
+  if (on_graph_api != nullptr) *on_graph_api = cu::conv_graph_count();
+  if (plans_built != nullptr) *plans_built = cu::conv_plan_count();
+}
+
+int32_t shimkit_cuda_cudnn_tf32(void) { return cu::cudnn_tf32() ? 1 : 0; }
+
+void shimkit_cuda_set_cudnn_tf32(int32_t allowed) { cu::set_cudnn_tf32(allowed != 0); }
+
 void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
   if (on_cublaslt != nullptr) *on_cublaslt = cu::gemm_count(true);
   if (on_cublas != nullptr) *on_cublas = cu::gemm_count(false);
@@ -280,7 +289,8 @@ void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
 const char* shimkit_cuda_cudnn_info(void) {
   static const std::string info = [] {
     const cu::CudnnLibrary& d = cu::cudnn_library();
-    return d.ok ? "cuDNN " + std::to_string(d.version) + " (" + d.library + ")"
+    return d.ok ? "cuDNN " + std::to_string(d.version) + " (" + d.library + "), " +
+                      (d.graph_ok ? "graph API" : "legacy API only")
                 : "unavailable: " + d.error;
   }();
   return info.c_str();

@@ -387,7 +387,8 @@ def conv(s: Shims) -> dict[str, Any]:
         args = [(I64 * spatial)(*v) for v in (st, pd, dl)]
         outpad = (I64 * spatial)(*([0] * spatial))
         results = {}
-        before = (conv_counts(s), cudnn_counter("forward"))
+        watched = ("forward", "executes", "transform", "tf32_runs")
+        before = (conv_counts(s), [cudnn_counter(c) for c in watched])
         for dev, make in (("cuda", s.device), ("cpu", s.host)):
             y = ctypes.c_void_p()
             bias_handle = make(b) if b is not None else None
@@ -397,7 +398,7 @@ def conv(s: Shims) -> dict[str, Any]:
                    outpad, I64(spatial), I64(groups), ctypes.byref(y))  # fmt: skip
             results[dev] = (s.meta(y)[1], s.numpy(y))
             if dev == "cuda":
-                after = (conv_counts(s), cudnn_counter("forward"))
+                after = (conv_counts(s), [cudnn_counter(c) for c in watched])
         if spatial == 1:
             ref = reference_conv(x[:, :, None, :], w[:, :, None, :], b, (1, st[0]), (0, pd[0]),
                                  (1, dl[0]), groups)[:, :, 0, :]  # fmt: skip
@@ -409,9 +410,53 @@ def conv(s: Shims) -> dict[str, Any]:
             "strides_match_cpu": results["cuda"][0] == results["cpu"][0],
             "on_cudnn": after[0][0] - before[0][0],
             "on_host": after[0][1] - before[0][1],
-            "cudnn_forward_calls": after[1] - before[1],
+            **{f"cudnn_{c}": a - b for c, a, b in zip(watched, after[1], before[1], strict=True)},
             "fallback_reason": (s.lib.shimkit_cuda_conv_last_fallback() or b"").decode(),
         }
+    return r
+
+
+def conv_calls(s: Shims) -> dict[str, Any]:
+    """What one eager convolution costs in library calls, once its plan exists: the same
+    channels_last conv with bias run six times (warm-up, then five counted), and as the
+    control five convs of five new geometries (each must build its own plan)."""
+    rng = np.random.default_rng(5)
+    cuda_calls = ("malloc", "sync", "copy")
+    cudnn_calls = ("heuristics", "exec_plans", "variant_packs", "executes", "forward",
+                   "add", "set_stream", "transform")  # fmt: skip
+    args = [(I64 * 2)(*v) for v in ((1, 1), (1, 1), (1, 1), (0, 0))]
+
+    def conv_once(x: Any, w: Any, b: Any) -> None:
+        y = ctypes.c_void_p()
+        s.call("aoti_torch_cuda_convolution", x, w, ctypes.byref(b), args[0], I64(2),
+               args[1], I64(2), args[2], I64(2), I32(0), args[3], I64(2), I64(1),
+               ctypes.byref(y))  # fmt: skip
+        s.call("aoti_torch_delete_tensor_object", y)  # the blob frees it: the block is reused
+
+    def counts() -> dict[str, int]:
+        plans = I64()
+        s.lib.shimkit_cuda_conv_api_counts(None, ctypes.byref(plans))
+        return {"plans_built": plans.value, **{c: counter(c) for c in cuda_calls},
+                **{f"cudnn_{c}": cudnn_counter(c) for c in cudnn_calls}}  # fmt: skip
+
+    def delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        return {k: b[k] - a[k] for k in a}
+
+    w = s.device(channels_last(rng.standard_normal((8, 4, 3, 3), dtype=np.float32)))
+    b = s.device(rng.standard_normal(8, dtype=np.float32))
+    x = s.device(channels_last(rng.standard_normal((2, 4, 6, 6), dtype=np.float32)))
+    start = counts()
+    conv_once(x, w, b)
+    warm = counts()
+    for _ in range(5):
+        conv_once(x, w, b)
+    r: dict[str, Any] = {"first": delta(start, warm), "five_more": delta(warm, counts())}
+    inputs = [s.device(channels_last(rng.standard_normal((2, 4, 7 + i, 6), dtype=np.float32)))
+              for i in range(5)]  # fmt: skip
+    before = counts()
+    for xi in inputs:
+        conv_once(xi, w, b)
+    r["five_new_geometries"] = delta(before, counts())
     return r
 
 
@@ -433,6 +478,7 @@ SCENARIOS = {
     "graph_pools": graph_pools,
     "fallbacks": fallbacks,
     "conv": conv,
+    "conv_calls": conv_calls,
 }
 
 if __name__ == "__main__":
