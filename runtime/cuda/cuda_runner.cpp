@@ -318,6 +318,11 @@ extern "C" {
 
 const char* shimkit_cuda_last_error(void) { return ld::last_error().c_str(); }
 
+const char* shimkit_cuda_provider_path(void) {
+  const ld::Provider& p = ld::provider();
+  return p.handle ? p.path.c_str() : nullptr;
+}
+
 int shimkit_cuda_model_load(const void* bytes, size_t size, int32_t device_index,
                             shimkit_cuda_model** out) {
   try {

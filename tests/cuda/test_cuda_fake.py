@@ -20,22 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.cuda.conftest import fake_env
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("fake-cuda")
-    built = {}
-    for name in ("fake_cudart", "fake_cublas", "fake_cublaslt", "fake_cudnn"):
-        target = out / f"{name}.so"
-        subprocess.run(
-            ["gcc", "-shared", "-fPIC", "-O1", str(HERE / "fake" / f"{name}.c"), "-o", str(target)],
-            check=True,
-        )
-        built[name] = target
-    return built
 
 
 def run_scenario(
@@ -43,10 +31,7 @@ def run_scenario(
 ) -> subprocess.CompletedProcess[str]:
     child_env = dict(os.environ)
     child_env.update(
-        SHIMKIT_CUDART=str(fakes["fake_cudart"]),
-        SHIMKIT_CUBLAS=str(fakes["fake_cublas"]),
-        SHIMKIT_CUDNN=str(fakes["fake_cudnn"]),
-        SHIMKIT_CUBLASLT=str(fakes["fake_cublaslt"]),
+        fake_env(fakes),
         FAKE_CUDA_DEVICES="2",
         PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
     )

@@ -116,3 +116,17 @@ def read_blob(path: str | Path) -> BlobSource:
         where = f"{path}:{source.member}" if source.member else str(path)
         raise ShimkitError(f"{where}: blob is not an ELF file")
     return source
+
+
+def blob_device(path: str | Path) -> str:
+    """ "cuda" when the blob at `path` (.pt2 or .so) was built for CUDA (its imports say
+    so), else "cpu" (also when it cannot be read: loading it then says why)."""
+    from shimkit.elf import ElfFormatError, read_elf
+    from shimkit.runtime.cuda import built_for_cuda
+
+    source = read_blob(path)
+    try:
+        image = read_elf(source.data, str(source.path))
+    except ElfFormatError:
+        return "cpu"
+    return "cuda" if built_for_cuda([s.name for s in image.imports]) else "cpu"

@@ -1,10 +1,13 @@
-"""Find (or build) the slim shim and runtime shared libraries.
+"""Find (or build) the slim shim and runtime shared libraries, CPU and CUDA.
 
 Lookup order:
 1. `$SHIMKIT_LIB_DIR`: a directory holding `libshimkit_shims.so` and
-   `libshimkit_runtime.so` (e.g. Bazel's `bazel-bin/runtime`, or an install).
+   `libshimkit_runtime.so` (e.g. Bazel's `bazel-bin/runtime`, or an install),
+   or, for CUDA, `libshimkit_cuda_shims.so` and `libshimkit_cuda_runtime.so`.
 2. A build from this checkout's `shims/` and `runtime/` sources with `g++`
-   into `build/runtime/<variant>/`, redone only when a source or flag changes.
+   into `build/runtime/<variant>/` (CUDA: `build/cuda/<key>/`, by
+   tools/gpu/build_cuda_libs.py: no GPU or CUDA toolkit needed, CUDA is
+   opened at run time), redone only when a source or flag changes.
 
 Variants: "release" (-O2) and "asan" (-fsanitize=address,undefined). The
 prefix define comes from the shim config, never from a literal.
@@ -162,49 +165,11 @@ def build_run_blob(libs: RuntimeLibs) -> Path:
     return out
 
 
-CUDA_BUILDER = REPO_ROOT / "tools" / "gpu" / "build_cuda_libs.py"
-
-
-def build_cuda_shims(out_dir: Path | None = None) -> Path:
-    """The slim CUDA shim library, built without a GPU (it opens the CUDA libraries at
-    run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone only when a
-    source, the builder or the checkout's prefix file change. (It serves the checkout's
-    prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
-    import importlib.util
-
-    if not CUDA_BUILDER.is_file():
-        raise ShimkitError(f"{CUDA_BUILDER}: not found: the CUDA shims build from a checkout")
-    spec = importlib.util.spec_from_file_location("build_cuda_libs", CUDA_BUILDER)
-    assert spec is not None and spec.loader is not None
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
-    digest = hashlib.sha256()
-    inputs = [CUDA_BUILDER, REPO_ROOT / "rules" / "shim_symbol_prefix.bzl"]
-    inputs += [*(REPO_ROOT / "shims").rglob("*"), *(REPO_ROOT / "runtime").rglob("*")]
-    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
-        digest.update(str(path.relative_to(REPO_ROOT)).encode())
-        digest.update(path.read_bytes())
-    out = out_dir or REPO_ROOT / "build" / "cuda" / digest.hexdigest()[:16]
-    library = out / builder.SHIMS_LIB
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not library.is_file():
-            try:
-                builder.build(out)
-            except builder.BuildError as exc:
-                first = (str(exc).strip().splitlines() or ["?"])[-1]
-                raise ShimkitError(
-                    f"{CUDA_BUILDER}: the CUDA shims do not build: {first}"
-                ) from None
-    return library
-
-
 def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
     """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
     runtime may import. The one place that knows where each is built."""
     if device == "cuda":
-        return build_cuda_shims()
+        return build_cuda().shims
     libs = find_libraries(config=config)
     if libs.shims.is_file():
         return libs.shims
@@ -227,6 +192,64 @@ def find_libraries(variant: str = "release", config: ShimConfig | None = None) -
             raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
         return libs
     return build(variant, config=config)
+
+
+CUDA_SHIMS_LIB = "libshimkit_cuda_shims.so"
+CUDA_RUNTIME_LIB = "libshimkit_cuda_runtime.so"
+CUDA_BUILDER = REPO_ROOT / "tools" / "gpu" / "build_cuda_libs.py"
+
+
+def build_cuda(out_dir: Path | None = None) -> RuntimeLibs:
+    """The slim CUDA shim and runtime libraries, built without a GPU (they open the CUDA
+    libraries at run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone
+    only when a source, the builder or the checkout's prefix file change. (They serve the
+    checkout's prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
+    import importlib.util
+
+    if not CUDA_BUILDER.is_file():
+        raise ShimkitError(
+            f"{CUDA_BUILDER}: not found: the CUDA libraries build from a checkout; set "
+            f"${LIB_DIR_ENV} to a directory with {CUDA_SHIMS_LIB} and {CUDA_RUNTIME_LIB}"
+        )
+    if shutil.which("g++") is None:
+        raise ShimkitError(f"g++ not found: install it or set ${LIB_DIR_ENV}")
+    spec = importlib.util.spec_from_file_location("build_cuda_libs", CUDA_BUILDER)
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    digest = hashlib.sha256()
+    inputs = [CUDA_BUILDER, REPO_ROOT / "rules" / "shim_symbol_prefix.bzl"]
+    inputs += [*(REPO_ROOT / "shims").rglob("*"), *(REPO_ROOT / "runtime").rglob("*")]
+    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    out = out_dir or REPO_ROOT / "build" / "cuda" / digest.hexdigest()[:16]
+    libs = RuntimeLibs(out / CUDA_SHIMS_LIB, out / CUDA_RUNTIME_LIB)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (libs.shims.is_file() and libs.runtime.is_file()):
+            try:
+                builder.build(out)
+            except builder.BuildError as exc:
+                first = (str(exc).strip().splitlines() or ["?"])[-1]
+                raise ShimkitError(
+                    f"{CUDA_BUILDER}: the CUDA libraries do not build: {first}"
+                ) from None
+    return libs
+
+
+def find_cuda_libraries() -> RuntimeLibs:
+    """The CUDA libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
+    env = os.environ.get(LIB_DIR_ENV)
+    if env:
+        # As for the CPU: the runtime's NEEDED entry finds the shim library, and the
+        # runtime reports its real path once loaded.
+        libs = RuntimeLibs(Path(env) / CUDA_SHIMS_LIB, Path(env) / CUDA_RUNTIME_LIB)
+        if not libs.runtime.is_file():
+            raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
+        return libs
+    return build_cuda()
 
 
 FASTCALL_SOURCE = REPO_ROOT / "runtime" / "python" / "shimkit_fastcall.c"
