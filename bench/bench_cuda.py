@@ -24,14 +24,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data
-
-
 def _cell(value: Any, suffix: str = "") -> str:
     return "-" if value is None else f"{value}{suffix}"
 

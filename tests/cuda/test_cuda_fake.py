@@ -99,8 +99,9 @@ def test_gemms_run_on_cublaslt_and_match_numpy(
     counts = r.pop("gemm_counts")
     for case, diff in r.items():
         assert diff < 1e-5, case
-    # Both mms and both addmms on cuBLASLt (the row bias in its epilogue), none on cuBLAS.
-    assert counts == {"cublaslt": 4, "cublas": 0, "lt_matmuls": 4}
+    # Both mms, both addmms (the row bias in its epilogue) and the bmm (a strided batch) on
+    # cuBLASLt, none on cuBLAS.
+    assert counts == {"cublaslt": 5, "cublas": 0, "lt_matmuls": 5}
 
 
 def test_legacy_cublas_layouts_match_numpy(
@@ -111,7 +112,26 @@ def test_legacy_cublas_layouts_match_numpy(
         counts = r.pop("gemm_counts")
         for case, diff in r.items():
             assert diff < 1e-5, (env, case)
-        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 4, 0), env
+        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 5, 0), env
+
+
+def test_half_precision_gemms_run_on_cublaslt(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "matmul_half")
+    # Results rounded to the output type: float16 keeps ~3 decimal digits, bfloat16 ~2
+    # (inputs are ~N(0, 1), sums of 6-8 products).
+    for op in ("mm", "addmm", "bmm"):
+        assert r[f"float16_{op}"] < 1e-2, op
+        assert r[f"bfloat16_{op}"] < 5e-2, op
+    assert r["gemm_counts"] == {"cublaslt": 6, "cublas": 0}
+    # Controls: a cuBLASLt that reads bfloat16 as float16 is caught; without cuBLASLt a
+    # half-precision product is refused in one line, never computed wrong.
+    wrong = scenario(cuda_libs, fakes, "matmul_half", FAKE_CUBLASLT_BF16_AS_F16="1")
+    assert wrong["float16_mm"] < 1e-2 and wrong["bfloat16_mm"] > 1.0
+    refused = run_scenario(cuda_libs, fakes, "matmul_half", SHIMKIT_CUBLASLT="0")
+    assert refused.returncode != 0
+    assert "mat1 must be float32 or float64, got float16" in refused.stderr
 
 
 def test_layout_checks_catch_a_wrong_transpose_or_a_lost_bias(
@@ -283,8 +303,8 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
 
 
 SANITIZED_SCENARIOS = (
-    "basics", "caching", "matmul", "blas_binding", "fallbacks", "conv", "conv_calls",
-    "graph_pools",
+    "basics", "caching", "matmul", "matmul_half", "blas_binding", "fallbacks", "conv",
+    "conv_calls", "graph_pools",
 )  # fmt: skip
 
 

@@ -3,7 +3,8 @@
 ResNet-18 and MobileNetV3-small come from torchvision and the 2-layer BERT from
 transformers when those are installed (the H200 image has both), else from the
 compact definitions below (same architectures); `source` says which was used. The
-LSTM, MLP, GPT-2-like decoder and TransformerEncoder are defined here.
+LSTM, MLP, GPT-2-like decoder, TransformerEncoder, a float16 conv net and a model of
+embedding/index/sort/topk/cumsum/argmax with int64 and bool tensors are defined here.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ MODELS = (
     "mlp",
     "gpt2",
     "transformer_encoder",
+    "convnet_fp16",
+    "ops_coverage",
 )
 # The five models of issue 11's CUDA table (replay target <= 0.5x of torch's runner).
 ISSUE_MODELS = ("resnet18", "mobilenet_v3_small", "bert2", "lstm", "mlp")
 CONV_MODELS = ("resnet18", "mobilenet_v3_small")
+# Models whose outputs are float16: compared with eager at float16's precision.
+HALF_MODELS = ("convnet_fp16",)
 
 
 def _resnet18(torch: Any) -> Any:
@@ -230,6 +235,34 @@ def build(name: str, device: str) -> tuple[Any, tuple[Any, ...], str]:
             _gpt2_like(torch, 50257, 768, 12, 2, 1024),
             (torch.randint(0, 50257, (1, 128)),),
         )
+    elif name == "convnet_fp16":
+        # float16 convolutions (cuDNN) and GEMMs (cuBLASLt): the half-precision paths.
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 32, 3, stride=2), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10),
+        ).half()  # fmt: skip
+        inputs = (torch.randn(4, 3, 32, 32).half(),)
+    elif name == "ops_coverage":
+        # The ops issue 11 lists beside attention (embedding, index, sort, topk, cumsum,
+        # argmax; int64 and bool tensors): which become Triton kernels, which fall back to
+        # a shim (compile_ops_coverage.json names any the slim CUDA shims lack).
+        class Ops(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.embedding = torch.nn.Embedding(100, 16)
+
+            def forward(self, x: Any, ids: Any) -> Any:
+                values, indices = torch.topk(x, 5, dim=1)
+                ordered, order = torch.sort(x, dim=1, stable=True)
+                positive = x > 0
+                return (
+                    values, indices, ordered, order, torch.cumsum(x, dim=1),
+                    torch.argmax(x, dim=1), x.index_select(1, ids), self.embedding(ids),
+                    torch.where(positive, x, torch.zeros_like(x)), positive.sum(dim=1),
+                )  # fmt: skip
+
+        model, inputs = Ops(), (torch.randn(8, 64), torch.randint(0, 64, (10,)))
     elif name == "transformer_encoder":
         layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, 0.0, batch_first=True)
         model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)

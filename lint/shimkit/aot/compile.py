@@ -196,11 +196,19 @@ def compile_model(
     force: bool = False,
     show_progress: bool = True,
     target: str | None = DEFAULT_TARGET,
+    device: str = "cpu",
+    decompose_attention: bool = False,
 ) -> CompileResult:
-    """Export `model` on `example_inputs` and compile it into a prefixed .pt2."""
+    """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
+    compile_exported; `decompose_attention`: attention in its math form first,
+    `shimkit.aot.attention`)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
+    if decompose_attention:
+        from shimkit.aot.attention import decompose_attention as to_math
+
+        exported, _ = to_math(torch, exported)
     return compile_exported(
         exported,
         output,
@@ -209,4 +217,5 @@ def compile_model(
         label=label,
         show_progress=show_progress,
         target=target,
+        device=device,
     )

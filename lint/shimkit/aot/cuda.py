@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from shimkit.aot.compile import CompileResult, compile_exported, export_program
+from shimkit.aot.compile import CompileResult, compile_model
 from shimkit.aot.torchenv import require_torch
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
@@ -61,21 +61,15 @@ def compile_cuda(
     """Export `model` on CUDA example inputs and compile it into a prefixed .pt2 for
     `target` (a ShimkitError names what keeps the blob from loading there). With
     `decompose_attention` (default) attention is compiled in its math form."""
-    from shimkit.aot.attention import decompose_attention as to_math
-
-    torch = require_torch()
-    require_cuda_torch(torch)
-    label = type(model).__name__
-    exported = export_program(torch, model, tuple(example_inputs), label)
-    if decompose_attention:
-        exported, _ = to_math(torch, exported)
-    return compile_exported(
-        exported,
+    require_cuda_torch(require_torch())
+    return compile_model(
+        model,
+        example_inputs,
         output,
         config=config,
         force=force,
-        label=label,
         show_progress=show_progress,
         target=target,
         device="cuda",
+        decompose_attention=decompose_attention,
     )

@@ -181,17 +181,22 @@ def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
     return provider
 
 
+def _from_lib_dir(shims: str, runtime: str) -> RuntimeLibs | None:
+    """The libraries in $SHIMKIT_LIB_DIR, if it is set. The shim library may sit
+    elsewhere (Bazel's _solib_*): the runtime finds it through its NEEDED entry and
+    reports the real path once loaded, so only the runtime must be there."""
+    env = os.environ.get(LIB_DIR_ENV)
+    if not env:
+        return None
+    libs = RuntimeLibs(Path(env) / shims, Path(env) / runtime)
+    if not libs.runtime.is_file():
+        raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
+    return libs
+
+
 def find_libraries(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLibs:
     """The libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
-    env = os.environ.get(LIB_DIR_ENV)
-    if env:
-        # The shim library may sit elsewhere (Bazel's _solib_*); the runtime
-        # finds it through its NEEDED entry and reports the real path once loaded.
-        libs = RuntimeLibs(Path(env) / SHIMS_LIB, Path(env) / RUNTIME_LIB)
-        if not libs.runtime.is_file():
-            raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
-        return libs
-    return build(variant, config=config)
+    return _from_lib_dir(SHIMS_LIB, RUNTIME_LIB) or build(variant, config=config)
 
 
 CUDA_SHIMS_LIB = "libshimkit_cuda_shims.so"
@@ -241,15 +246,7 @@ def build_cuda(out_dir: Path | None = None) -> RuntimeLibs:
 
 def find_cuda_libraries() -> RuntimeLibs:
     """The CUDA libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) local build."""
-    env = os.environ.get(LIB_DIR_ENV)
-    if env:
-        # As for the CPU: the runtime's NEEDED entry finds the shim library, and the
-        # runtime reports its real path once loaded.
-        libs = RuntimeLibs(Path(env) / CUDA_SHIMS_LIB, Path(env) / CUDA_RUNTIME_LIB)
-        if not libs.runtime.is_file():
-            raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
-        return libs
-    return build_cuda()
+    return _from_lib_dir(CUDA_SHIMS_LIB, CUDA_RUNTIME_LIB) or build_cuda()
 
 
 FASTCALL_SOURCE = REPO_ROOT / "runtime" / "python" / "shimkit_fastcall.c"

@@ -13,7 +13,6 @@ slim shim provider: the CPU runtime (`device="cpu"`) or this one, not both.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import threading
@@ -25,7 +24,7 @@ import numpy as np
 
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
-from shimkit.runtime.blob import BlobSource, InputSpec
+from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob
 from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, claim_provider
 
@@ -238,7 +237,7 @@ def _describe(array: np.ndarray) -> Tensor:
     return desc
 
 
-class CudaModel:
+class CudaModel(LoadedBlob):
     """A blob loaded on a GPU. `close()` (or GC) unloads it; `graphs` turns on CUDA-graph
     replay (first run eager, second captured, later runs one graph launch)."""
 
@@ -289,10 +288,6 @@ class CudaModel:
     def load_base(self) -> int:
         """Where the blob is mapped (for reading its resolved GOT entries)."""
         return int(self._rt.lib.shimkit_cuda_model_load_base(self._open_handle()))
-
-    def _where(self) -> str:
-        src = self.source
-        return f"{src.path}:{src.member}" if src.member else str(src.path)
 
     def _open_handle(self) -> ctypes.c_void_p:
         if self._handle is None:
@@ -375,13 +370,3 @@ class CudaModel:
             if self._handle is not None:
                 self._rt.lib.shimkit_cuda_model_free(self._handle)
                 self._handle = None
-
-    def __enter__(self) -> CudaModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
-            self.close()

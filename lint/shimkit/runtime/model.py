@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import threading
@@ -16,7 +15,7 @@ from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
 from shimkit.runtime.admit import refuse_unless_clean
-from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
+from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ def _decline(inputs: Sequence[Any]) -> None:
     return None
 
 
-class Model:
+class Model(LoadedBlob):
     """A loaded blob. Not copyable; `close()` (or GC) unloads it and removes its temp file."""
 
     def __init__(
@@ -160,10 +159,6 @@ class Model:
         if provider is None:
             raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
         refuse_unless_clean(self.source.data, self._where(), config, provider, "cpu")
-
-    def _where(self) -> str:
-        src = self.source
-        return f"{src.path}:{src.member}" if src.member else str(src.path)
 
     @property
     def device(self) -> str:
@@ -351,16 +346,6 @@ class Model:
             if self._handle is not None:
                 self._rt.lib.shimkit_model_free(self._handle)
                 self._handle = None
-
-    def __enter__(self) -> Model:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
-            self.close()
 
 
 def load(

@@ -200,12 +200,43 @@ static float tf32(float v) {
   return v;
 }
 
-static float filter_at(const Filter* f, const float* w, int k, int ch, int r, int s) {
-  const int C = f->dims[1], R = f->dims[2], S = f->dims[3];
-  if (f->format == NHWC && !env_on("FAKE_CUDNN_IGNORE_FORMAT")) {
-    return w[((k * R + r) * S + s) * C + ch];
+/* The geometry of one direct convolution: 4-D sizes and element strides of
+ * x, w (OIHW indexing) and y, and the convolution's parameters. */
+typedef struct {
+  long xd[4], xs[4], wd[4], ws[4], yd[4], ys[4];
+  long pad[2], stride[2], dilation[2];
+} Direct;
+
+/* y = alpha * conv(x, w) + beta * y, rounding the inputs to TF32 when asked
+ * (what a tensor core computes). Groups are the input channels over the
+ * filter's; FAKE_CUDNN_IGNORE_FORMAT=1 reads every filter as dense OIHW. */
+static void direct_conv(const Direct* d, const float* x, const float* w, float* y, float alpha,
+                        float beta, int as_tf32) {
+  long ws[4] = {d->ws[0], d->ws[1], d->ws[2], d->ws[3]};
+  if (env_on("FAKE_CUDNN_IGNORE_FORMAT")) {
+    ws[3] = 1, ws[2] = d->wd[3], ws[1] = ws[2] * d->wd[2], ws[0] = ws[1] * d->wd[1];
   }
-  return w[((k * C + ch) * R + r) * S + s];
+  const long cg = d->wd[1], groups = d->xd[1] / cg, kg = d->wd[0] / groups;
+  for (long n = 0; n < d->yd[0]; ++n)
+    for (long k = 0; k < d->yd[1]; ++k)
+      for (long oy = 0; oy < d->yd[2]; ++oy)
+        for (long ox = 0; ox < d->yd[3]; ++ox) {
+          const long g = k / kg;
+          float acc = 0;
+          for (long ch = 0; ch < cg; ++ch)
+            for (long r = 0; r < d->wd[2]; ++r)
+              for (long s = 0; s < d->wd[3]; ++s) {
+                const long iy = oy * d->stride[0] - d->pad[0] + r * d->dilation[0];
+                const long ix = ox * d->stride[1] - d->pad[1] + s * d->dilation[1];
+                if (iy < 0 || iy >= d->xd[2] || ix < 0 || ix >= d->xd[3]) continue;
+                const float xv =
+                    x[n * d->xs[0] + (g * cg + ch) * d->xs[1] + iy * d->xs[2] + ix * d->xs[3]];
+                const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
+                acc += as_tf32 ? tf32(xv) * tf32(wv) : xv * wv;
+              }
+          float* out = &y[n * d->ys[0] + k * d->ys[1] + oy * d->ys[2] + ox * d->ys[3]];
+          *out = alpha * acc + (beta == 0.0f ? 0.0f : beta * *out);
+        }
 }
 
 int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const void* x,
@@ -225,31 +256,18 @@ int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const vo
   if (algo == FMA_ALGO) memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
   ++g_forward;
   if (algo == TF32_ALGO) ++g_tf32_runs;
-  const float a = *(const float*)alpha, b = *(const float*)beta;
-  const float* xs = (const float*)x;
-  float* ys = (float*)y;
-  const int kg = f->dims[0] / c->groups, cg = f->dims[1];
-  for (int n = 0; n < yt->dims[0]; ++n)
-    for (int k = 0; k < yt->dims[1]; ++k)
-      for (int oy = 0; oy < yt->dims[2]; ++oy)
-        for (int ox = 0; ox < yt->dims[3]; ++ox) {
-          const int g = k / kg;
-          float acc = 0;
-          for (int ch = 0; ch < cg; ++ch)
-            for (int r = 0; r < f->dims[2]; ++r)
-              for (int s = 0; s < f->dims[3]; ++s) {
-                const int iy = oy * c->stride[0] - c->pad[0] + r * c->dilation[0];
-                const int ix = ox * c->stride[1] - c->pad[1] + s * c->dilation[1];
-                if (iy < 0 || iy >= xt->dims[2] || ix < 0 || ix >= xt->dims[3]) continue;
-                const long xi = (long)n * xt->strides[0] + (long)(g * cg + ch) * xt->strides[1] +
-                                (long)iy * xt->strides[2] + (long)ix * xt->strides[3];
-                const float xv = xs[xi], wv = filter_at(f, (const float*)w, k, ch, r, s);
-                acc += algo == TF32_ALGO ? tf32(xv) * tf32(wv) : xv * wv;
-              }
-          float* out = &ys[(long)n * yt->strides[0] + (long)k * yt->strides[1] +
-                           (long)oy * yt->strides[2] + (long)ox * yt->strides[3]];
-          *out = a * acc + (b == 0.0f ? 0.0f : b * *out);
-        }
+  /* Filters have a format, not strides: NCHW reads OIHW, NHWC reads OHWI. */
+  const long C = f->dims[1], R = f->dims[2], S = f->dims[3];
+  Direct d = {.ws = {C * R * S, R * S, S, 1}};
+  if (f->format == NHWC) d.ws[0] = R * S * C, d.ws[1] = 1, d.ws[2] = S * C, d.ws[3] = C;
+  for (int i = 0; i < 4; ++i) {
+    d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = f->dims[i];
+    d.yd[i] = yt->dims[i], d.ys[i] = yt->strides[i];
+  }
+  for (int i = 0; i < 2; ++i)
+    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  direct_conv(&d, (const float*)x, (const float*)w, (float*)y, *(const float*)alpha,
+              *(const float*)beta, algo == TF32_ALGO);
   return OK;
 }
 
@@ -313,12 +331,26 @@ int cudnnTransformTensor(void* h, const void* alpha, const void* xd, const void*
 /* ---- the backend ("graph") API: one forward convolution per graph ---- */
 
 enum {
-  B_CONVOLUTION = 1, B_ENGINE = 2, B_ENGINECFG = 3, B_ENGINEHEUR = 4, B_PLAN = 5,
-  B_CONV_FWD = 10, B_OPGRAPH = 15, B_VARIANT_PACK = 16, B_TENSOR = 17
+  B_CONVOLUTION = 1,
+  B_ENGINE = 2,
+  B_ENGINECFG = 3,
+  B_ENGINEHEUR = 4,
+  B_PLAN = 5,
+  B_CONV_FWD = 10,
+  B_OPGRAPH = 15,
+  B_VARIANT_PACK = 16,
+  B_TENSOR = 17
 };
 enum {
-  T_HANDLE = 0, T_DATA_TYPE = 1, T_INT64 = 3, T_FLOAT = 4, T_VOID_PTR = 6, T_CONV_MODE = 7,
-  T_HEUR_MODE = 8, T_NOTE = 11, T_DESC = 15
+  T_HANDLE = 0,
+  T_DATA_TYPE = 1,
+  T_INT64 = 3,
+  T_FLOAT = 4,
+  T_VOID_PTR = 6,
+  T_CONV_MODE = 7,
+  T_HEUR_MODE = 8,
+  T_NOTE = 11,
+  T_DESC = 15
 };
 enum { GRAPH_WORKSPACE = 2048, NOT_INITIALIZED = 1001, EXECUTION_FAILED = 5000 };
 
@@ -373,31 +405,74 @@ int cudnnBackendSetAttribute(void* desc, int name, int type, int64_t n, const vo
   Backend* b = (Backend*)desc;
   if (b->finalized) return BAD_PARAM; /* read-only once finalized */
   switch (name) {
-    case 900: b->align = *(const int64_t*)v; return type == T_INT64 ? OK : BAD_PARAM;
-    case 901: b->dtype = *(const int*)v; return type == T_DATA_TYPE ? OK : BAD_PARAM;
-    case 902: b->nb = (int)n; return type == T_INT64 ? copy_longs(b->dims, 4, n, v) : BAD_PARAM;
-    case 903: return type == T_INT64 ? copy_longs(b->strides, 4, n, v) : BAD_PARAM;
-    case 906: b->uid = *(const int64_t*)v; return type == T_INT64 ? OK : BAD_PARAM;
-    case 100: b->comp = *(const int*)v; return type == T_DATA_TYPE ? OK : BAD_PARAM;
-    case 101: b->mode = *(const int*)v; return type == T_CONV_MODE ? OK : BAD_PARAM;
-    case 102: return type == T_INT64 ? copy_longs(b->dilation, 2, n, v) : BAD_PARAM;
-    case 103: return type == T_INT64 ? copy_longs(b->stride, 2, n, v) : BAD_PARAM;
-    case 104: return type == T_INT64 ? copy_longs(b->post_pad, 2, n, v) : BAD_PARAM;
-    case 105: return type == T_INT64 ? copy_longs(b->pad, 2, n, v) : BAD_PARAM;
-    case 106: b->spatial = *(const int64_t*)v; return type == T_INT64 ? OK : BAD_PARAM;
-    case 700: b->alpha = *(const float*)v; return type == T_FLOAT ? OK : BAD_PARAM;
-    case 701: b->beta = *(const float*)v; return type == T_FLOAT ? OK : BAD_PARAM;
-    case 702: b->conv = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
-    case 703: b->w = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
-    case 704: b->x = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
-    case 705: b->y = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
+    case 900:
+      b->align = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 901:
+      b->dtype = *(const int*)v;
+      return type == T_DATA_TYPE ? OK : BAD_PARAM;
+    case 902:
+      b->nb = (int)n;
+      return type == T_INT64 ? copy_longs(b->dims, 4, n, v) : BAD_PARAM;
+    case 903:
+      return type == T_INT64 ? copy_longs(b->strides, 4, n, v) : BAD_PARAM;
+    case 906:
+      b->uid = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 100:
+      b->comp = *(const int*)v;
+      return type == T_DATA_TYPE ? OK : BAD_PARAM;
+    case 101:
+      b->mode = *(const int*)v;
+      return type == T_CONV_MODE ? OK : BAD_PARAM;
+    case 102:
+      return type == T_INT64 ? copy_longs(b->dilation, 2, n, v) : BAD_PARAM;
+    case 103:
+      return type == T_INT64 ? copy_longs(b->stride, 2, n, v) : BAD_PARAM;
+    case 104:
+      return type == T_INT64 ? copy_longs(b->post_pad, 2, n, v) : BAD_PARAM;
+    case 105:
+      return type == T_INT64 ? copy_longs(b->pad, 2, n, v) : BAD_PARAM;
+    case 106:
+      b->spatial = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 700:
+      b->alpha = *(const float*)v;
+      return type == T_FLOAT ? OK : BAD_PARAM;
+    case 701:
+      b->beta = *(const float*)v;
+      return type == T_FLOAT ? OK : BAD_PARAM;
+    case 702:
+      b->conv = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 703:
+      b->w = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 704:
+      b->x = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 705:
+      b->y = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
     case 800:
-    case 400: b->handle = *(void* const*)v; return type == T_HANDLE ? OK : BAD_PARAM;
-    case 801: b->op = *(Backend* const*)v; return type == T_DESC && n == 1 ? OK : BAD_PARAM;
-    case 200: b->heur_mode = *(const int*)v; return type == T_HEUR_MODE ? OK : BAD_PARAM;
-    case 201: b->graph = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
-    case 401: b->cfg = *(Backend* const*)v; return type == T_DESC ? OK : BAD_PARAM;
-    case 1000: b->npack = (int)n; return type == T_INT64 ? copy_longs(b->uids, 4, n, v) : BAD_PARAM;
+    case 400:
+      b->handle = *(void* const*)v;
+      return type == T_HANDLE ? OK : BAD_PARAM;
+    case 801:
+      b->op = *(Backend* const*)v;
+      return type == T_DESC && n == 1 ? OK : BAD_PARAM;
+    case 200:
+      b->heur_mode = *(const int*)v;
+      return type == T_HEUR_MODE ? OK : BAD_PARAM;
+    case 201:
+      b->graph = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 401:
+      b->cfg = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 1000:
+      b->npack = (int)n;
+      return type == T_INT64 ? copy_longs(b->uids, 4, n, v) : BAD_PARAM;
     case 1001:
       if (type != T_VOID_PTR || n < 1 || n > 4) return BAD_PARAM;
       memcpy(b->ptrs, v, (size_t)n * sizeof(void*));
@@ -448,7 +523,8 @@ int cudnnBackendFinalize(void* desc) {
       for (int i = 0; i < 2; ++i) {
         const long out =
             (x->dims[2 + i] + 2 * c->pad[i] - c->dilation[i] * (w->dims[2 + i] - 1) - 1) /
-                c->stride[i] + 1;
+                c->stride[i] +
+            1;
         if (y->dims[2 + i] != out) return BAD_PARAM;
       }
       break;
@@ -543,30 +619,13 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   }
   ++g_executes;
   if (tensor_cores) ++g_tf32_runs;
-  const long cg = wt->dims[1], groups = xt->dims[1] / cg, kg = wt->dims[0] / groups;
-  long ws[4] = {wt->strides[0], wt->strides[1], wt->strides[2], wt->strides[3]};
-  if (env_on("FAKE_CUDNN_IGNORE_FORMAT")) { /* reads every filter as dense NCHW */
-    ws[3] = 1, ws[2] = wt->dims[3], ws[1] = ws[2] * wt->dims[2], ws[0] = ws[1] * wt->dims[1];
+  Direct d;
+  for (int i = 0; i < 4; ++i) {
+    d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = wt->dims[i];
+    d.ws[i] = wt->strides[i], d.yd[i] = yt->dims[i], d.ys[i] = yt->strides[i];
   }
-  for (long n = 0; n < yt->dims[0]; ++n)
-    for (long k = 0; k < yt->dims[1]; ++k)
-      for (long oy = 0; oy < yt->dims[2]; ++oy)
-        for (long ox = 0; ox < yt->dims[3]; ++ox) {
-          const long g = k / kg;
-          float acc = 0;
-          for (long ch = 0; ch < cg; ++ch)
-            for (long r = 0; r < wt->dims[2]; ++r)
-              for (long s = 0; s < wt->dims[3]; ++s) {
-                const long iy = oy * c->stride[0] - c->pad[0] + r * c->dilation[0];
-                const long ix = ox * c->stride[1] - c->pad[1] + s * c->dilation[1];
-                if (iy < 0 || iy >= xt->dims[2] || ix < 0 || ix >= xt->dims[3]) continue;
-                const float xv = x[n * xt->strides[0] + (g * cg + ch) * xt->strides[1] +
-                                   iy * xt->strides[2] + ix * xt->strides[3]];
-                const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
-                acc += tensor_cores ? tf32(xv) * tf32(wv) : xv * wv;
-              }
-          y[n * yt->strides[0] + k * yt->strides[1] + oy * yt->strides[2] +
-            ox * yt->strides[3]] = acc;
-        }
+  for (int i = 0; i < 2; ++i)
+    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  direct_conv(&d, x, w, y, 1.0f, 0.0f, tensor_cores);
   return OK;
 }
