@@ -209,16 +209,9 @@ def cuda_runtime(libs: RuntimeLibs | None = None) -> CudaRuntime:
 
 def _host_array(value: Any, index: int) -> np.ndarray:
     """A C-contiguous host array of a numpy array or a torch tensor on any device."""
-    if value is None:
-        raise ShimkitError(f"input {index}: got None, expected an array or a tensor")
-    if not isinstance(value, np.ndarray) and hasattr(value, "detach") and hasattr(value, "cpu"):
-        value = value.detach().cpu().numpy()
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise ShimkitError(f"input {index}: not an array: {exc}") from None
-    if array.dtype.kind == "O":
-        raise ShimkitError(f"input {index}: a {type(value).__name__} is not an array of numbers")
+    from shimkit.runtime.model import as_array
+
+    array = as_array(value, index, any_device=True)
     if DTYPE_CODES.get(array.dtype.name) is None:
         raise ShimkitError(f"input {index}: unsupported dtype {array.dtype.name}")
     if array.ndim > MAX_DIMS:

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from shimkit.runtime.cuda import CudaModel
 
 
-def _as_array(value: Any, index: int) -> np.ndarray:
-    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense)."""
+def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
+    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense); with
+    `any_device`, a tensor on another device is copied to the host (the CUDA runtime
+    uploads host arrays), else it is refused in one line."""
     if isinstance(value, np.ndarray):
         return value
     if value is None:
@@ -31,6 +33,8 @@ def _as_array(value: Any, index: int) -> np.ndarray:
     device = getattr(value, "device", None)
     if device is not None and hasattr(value, "numpy"):
         if getattr(device, "type", "cpu") != "cpu":
+            if any_device:
+                return value.detach().cpu().numpy()
             raise ShimkitError(
                 f"input {index}: tensor is on {device}, and this model runs on the slim CPU "
                 "runtime (a CUDA blob loads with device='cuda')"
@@ -203,7 +207,7 @@ class Model(LoadedBlob):
                 # descriptor, data pointer included, is still right.
                 arrays.append(value)
                 continue
-            array = value if type(value) is np.ndarray else _as_array(value, i)
+            array = value if type(value) is np.ndarray else as_array(value, i)
             key = (array.shape, array.dtype.num)
             if geometry[i] != key:
                 self._describe_input(i, array)
