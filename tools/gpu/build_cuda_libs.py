@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,7 @@ def build(
     out: Path,
     unprefixed: bool = False,
     cxx: str = "g++",
-    jobs: int = 4,
+    jobs: int = os.cpu_count() or 4,
     cblas_fallback: bool = False,
     sanitize: bool = False,
 ) -> dict[str, Path]:

@@ -9,8 +9,9 @@ same prefixed blob: the slim CUDA runtime eager, the slim runtime replaying CUDA
 and torch's AOTIModelContainerRunnerCuda (through the forwarding library), each side
 with its math named. Stages: build the slim libraries while every model compiles (in
 parallel); then, one model at a time on a quiet machine, the slim step and torch's
-step; then the convolution models on cuDNN's legacy API (for comparison), the binding
-proof next to libtorch_cuda and the per-call breakdown. Every step runs in its own
+step; then the convolution models on cuDNN's legacy API (for comparison), the per-call
+breakdown and the binding proof next to libtorch_cuda; last, budget permitting, a
+float16 conv net and a model of the ops beside attention. Every step runs in its own
 subprocess with a time limit, so a failing or crashing model never stops the others;
 steps that would start after --budget seconds (default 470) are skipped and listed.
 Logs: OUT_DIR/logs/<step>.log; results: OUT_DIR/<step>.json; OUT_DIR/summary.json
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tools" / "gpu"
 sys.path.insert(0, str(GPU))
 
-from cuda_models import CONV_MODELS, ISSUE_MODELS, MODELS  # noqa: E402
+from cuda_models import CONV_MODELS, EXTRA_MODELS, ISSUE_MODELS, MODELS  # noqa: E402
 
 COMPILE_LIMIT = 330
 SLIM_LIMIT = 120
@@ -246,11 +247,10 @@ def main() -> int:
         capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     py = sys.executable
-    # Stage 1: the libraries and every model's blob, in parallel.
-    jobs: dict[str, tuple[list[str], dict[str, str]]] = {
-        "build": ([py, str(GPU / "build_cuda_libs.py"), str(build)], {}),
-        "cudnn_check": (cudnn_check_argv(), {}),
-    }
+    # Stage 1: the libraries first (every compile checks its blob against their exports,
+    # through $SHIMKIT_LIB_DIR), then the cuDNN check and every model's blob in parallel.
+    exp.step("build", [py, str(GPU / "build_cuda_libs.py"), str(build)], 150)
+    jobs: dict[str, tuple[list[str], dict[str, str]]] = {"cudnn_check": (cudnn_check_argv(), {})}
     compile_env = {"TORCHINDUCTOR_COMPILE_THREADS": "2"}
     for name in [*models, "mlp_cpu"]:
         reused = args.reuse_blobs and (args.reuse_blobs / f"{name}.so").exists()
@@ -269,25 +269,34 @@ def main() -> int:
         concurrent.futures.wait(futures)
     for path in blobs.glob("compile_*.json"):
         shutil.copyfile(path, out / path.name)
-    # Stage 2: one model at a time, slim then torch, on a quiet machine.
-    for name in models:
+
+    def measure(name: str) -> None:
+        """The slim step, then torch's, for one model."""
         flags = ["--controls"] if name == "mlp" else []
         exp.step(f"slim_{name}", [py, "step_slim.py", str(build), str(blobs),
                  str(out / f"slim_{name}.json"), name, *flags], SLIM_LIMIT)  # fmt: skip
         exp.step(f"torch_{name}", [py, "step_torch_runner.py", str(blobs),
                  str(out / f"torch_{name}.json"), name], TORCH_LIMIT)  # fmt: skip
-    # Stage 3: comparisons and proofs.
+
+    # Stage 2: the issue's models, one at a time on a quiet machine.
+    main_models = [m for m in models if m not in EXTRA_MODELS]
+    for name in main_models:
+        measure(name)
+    # Stage 3: the convolution diagnosis (legacy cuDNN API, per-call costs), the proofs.
     for name in (m for m in CONV_MODELS if m in models):
         exp.step(f"slim_legacy_{name}", [py, "step_slim.py", str(build), str(blobs),
                  str(out / f"slim_legacy_{name}.json"), name, "--bench-only"], SLIM_LIMIT,
                  {"SHIMKIT_CUDNN_API": "legacy"})  # fmt: skip
-    probed = [m for m in ("mlp", "resnet18", "bert2") if m in models]
-    exp.step("probe", [py, "step_probe.py", str(blobs), str(out / "probe.json"), *probed], 120)
     exp.step("breakdown", [py, "step_breakdown.py", str(build), str(blobs),
              str(out / "breakdown.json")], 90)  # fmt: skip
     exp.step("breakdown_legacy", [py, "step_breakdown.py", str(build), str(blobs),
              str(out / "breakdown_legacy.json"), "--no-model"], 90,
              {"SHIMKIT_CUDNN_API": "legacy"})  # fmt: skip
+    probed = [m for m in ("mlp", "resnet18", "bert2") if m in models]
+    exp.step("probe", [py, "step_probe.py", str(blobs), str(out / "probe.json"), *probed], 120)
+    # Stage 4: the extra coverage models, budget permitting.
+    for name in (m for m in models if m in EXTRA_MODELS):
+        measure(name)
     for name in models:
         if (blobs / f"{name}.so").exists():
             shutil.copyfile(blobs / f"{name}.so", out / f"{name}.so")

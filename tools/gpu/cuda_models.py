@@ -25,8 +25,8 @@ MODELS = (
 # The five models of issue 11's CUDA table (replay target <= 0.5x of torch's runner).
 ISSUE_MODELS = ("resnet18", "mobilenet_v3_small", "bert2", "lstm", "mlp")
 CONV_MODELS = ("resnet18", "mobilenet_v3_small")
-# Models whose outputs are float16: compared with eager at float16's precision.
-HALF_MODELS = ("convnet_fp16",)
+# Coverage beyond the issue's table, measured last (budget permitting).
+EXTRA_MODELS = ("convnet_fp16", "ops_coverage")
 
 
 def _resnet18(torch: Any) -> Any:

@@ -169,7 +169,12 @@ def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
     """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
     runtime may import. The one place that knows where each is built."""
     if device == "cuda":
-        return build_cuda().shims
+        cuda = find_cuda_libraries()
+        if cuda.shims.is_file():
+            return cuda.shims
+        from shimkit.runtime.cuda import cuda_runtime  # $SHIMKIT_LIB_DIR: the runtime knows
+
+        return cuda_runtime(cuda).provider
     libs = find_libraries(config=config)
     if libs.shims.is_file():
         return libs.shims
