@@ -40,13 +40,13 @@ SHARED_LINKOPTS = ["-Wl,-z,noexecstack"]
 RENAME_HEADER = "shims/aoti_shim_rename.h"
 
 # The libraries. `exported_headers` are the public API, `headers` private;
-# `generated` maps a file some build must produce to the source it copies;
 # `version_script` (with @PREFIX@ for the shim prefix) limits the exports.
 NATIVE_LIBRARIES = {
     # The slim CPU shims: what every CPU runtime loads RTLD_GLOBAL before a blob
     # (libshimkit_shims.so).
     "slim_shims": {
         "srcs": [
+            "shims/cpu/no_accelerator.cpp",
             "shims/shim_conv.cpp",
             "shims/shim_core.cpp",
             "shims/shim_ops_cpu.cpp",
@@ -67,12 +67,13 @@ NATIVE_LIBRARIES = {
     # library (a NEEDED entry, never linked in statically).
     "runtime": {
         "srcs": [
+            "runtime/blob_loader.cpp",
             "runtime/elf_imports.cpp",
             "runtime/runtime.cpp",
             "runtime/temp_blob_file.cpp",
         ],
         "headers": [
-            "runtime/blob_loader_common.h",
+            "runtime/blob_loader.h",
             "runtime/elf_imports.h",
             "runtime/shim_families.h",
             "runtime/temp_blob_file.h",
@@ -87,20 +88,22 @@ NATIVE_LIBRARIES = {
         "exported_headers": [],
         "linkopts": [],
     },
-    # The slim CUDA shims (libshimkit_cuda_shims.so): the CPU shims plus CUDA
-    # tensors and ops; CUDA itself is dlopen'd, so the host toolchain builds it.
+    # The slim CUDA shims (libshimkit_cuda_shims.so): the shim core (unchanged,
+    # as in the CPU library) plus the CUDA device hooks, tensors and ops; CUDA itself is dlopen'd, so the host toolchain builds it.
     "cuda_shims": {
         "srcs": [
             "shims/cuda/cublaslt_api.cpp",
             "shims/cuda/cuda_api.cpp",
             "shims/cuda/cuda_context.cpp",
             "shims/cuda/cuda_graph.cpp",
+            "shims/cuda/cuda_hooks.cpp",
             "shims/cuda/cudnn_api.cpp",
             "shims/cuda/cudnn_conv.cpp",
             "shims/cuda/gemm.cpp",
-            "shims/cuda/shim_core_cuda.cpp",
+            "shims/cuda/shim_cuda_device.cpp",
             "shims/cuda/shim_ops_cuda.cpp",
             "shims/shim_conv.cpp",
+            "shims/shim_core.cpp",
             "shims/shim_ops_cpu.cpp",
             "shims/shim_sort.cpp",
             "shims/slim_tensor.cpp",
@@ -120,8 +123,6 @@ NATIVE_LIBRARIES = {
             "shims/cuda/aoti_shim_cuda_abi.h",
             "shims/slim_tensor.h",
         ],
-        # shim_core_cuda.cpp includes the CPU core under this name (renamed).
-        "generated": {"shims/cuda/shim_core_host.inc": "shims/shim_core.cpp"},
         "version_script": "{ global: @PREFIX@aoti_*; @PREFIX@torch_*; shimkit_*; local: *; };",
         "linkopts": [
             "-ldl",
@@ -131,12 +132,13 @@ NATIVE_LIBRARIES = {
     # The CUDA blob runner (libshimkit_cuda_runtime.so) over the CUDA shims.
     "cuda_runtime": {
         "srcs": [
+            "runtime/blob_loader.cpp",
             "runtime/cuda/cuda_runner.cpp",
             "runtime/elf_imports.cpp",
             "runtime/temp_blob_file.cpp",
         ],
         "headers": [
-            "runtime/blob_loader_common.h",
+            "runtime/blob_loader.h",
             "runtime/elf_imports.h",
             "runtime/shim_families.h",
             "runtime/temp_blob_file.h",

@@ -67,10 +67,17 @@ struct ConvShape {
   std::vector<int64_t> out_strides;  // 4-D, dense in the chosen format
 };
 
+// `half_floats`: float16 and bfloat16 are accepted too (cuDNN computes them
+// in float32); input and weight must then share the dtype.
 inline ConvShape conv_shape(const SlimTensor& input_in, const SlimTensor& weight_in,
-                            const ConvParams& p, int64_t groups) {
-  if (input_in.dtype() != dtype::kFloat32 || weight_in.dtype() != dtype::kFloat32) {
-    throw ShimError("convolution supports float32 only");
+                            const ConvParams& p, int64_t groups, bool half_floats = false) {
+  const int32_t dt = input_in.dtype();
+  const bool supported =
+      dt == dtype::kFloat32 || (half_floats && (dt == dtype::kFloat16 || dt == dtype::kBFloat16));
+  if (!supported || weight_in.dtype() != dt) {
+    throw ShimError(half_floats ? "convolution supports float32, float16 and bfloat16 (input and "
+                                  "weight of one dtype)"
+                                : "convolution supports float32 only");
   }
   ConvShape s;
   s.is_1d = input_in.dim() == 3;
@@ -101,9 +108,10 @@ inline ConvShape conv_shape(const SlimTensor& input_in, const SlimTensor& weight
   return s;
 }
 
-inline void check_conv_bias(const SlimTensor& bias, int64_t oc) {
-  if (bias.dim() != 1 || bias.sizes()[0] != oc || bias.dtype() != dtype::kFloat32) {
-    throw ShimError("convolution bias must be float32 [out_channels]");
+inline void check_conv_bias(const SlimTensor& bias, int64_t oc, int32_t dtype = dtype::kFloat32) {
+  if (bias.dim() != 1 || bias.sizes()[0] != oc || bias.dtype() != dtype) {
+    throw ShimError(std::string("convolution bias must be ") + dtype_name(dtype) +
+                    " [out_channels]");
   }
 }
 

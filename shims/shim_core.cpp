@@ -1,5 +1,8 @@
-// Slim CPU shims: constants, grad mode, lifecycle, attributes, creation,
-// views and copies. Names are renamed to the private ABI by the header.
+// The shim core: constants, grad mode, lifecycle, attributes, creation,
+// views and copies, for tensors of every device the library holds. Memory is
+// allocated and copied through the device hooks each storage carries
+// (slim_tensor.h), so the CPU and CUDA libraries compile this file as it is.
+// Names are renamed to the private ABI by the header.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -210,9 +213,15 @@ AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* size
                                                const int64_t* strides_ptr, int32_t dtype,
                                                int32_t device_type, int32_t device_index,
                                                AtenTensorHandle* ret) {
-  // Without an accelerator, pinned host memory is ordinary host memory.
-  return aoti_torch_empty_strided(ndim, sizes_ptr, strides_ptr, dtype, device_type, device_index,
-                                  ret);
+  return SHIMKIT_GUARD({
+    check_out(ret);
+    shimkit::validate_device(device_type, device_index);
+    if (device_type != dev::kCPU) {
+      throw ShimError("pinned memory is host memory: device type must be CPU, got " +
+                      std::to_string(device_type));
+    }
+    *ret = to_handle(SlimTensor::empty_pinned(sizes_ptr, strides_ptr, ndim, dtype));
+  });
 }
 
 AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
@@ -224,13 +233,17 @@ AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
   return SHIMKIT_GUARD({
     check_out(ret);
     shimkit::validate_device(device_type, device_index);
-    if (device_type != dev::kCPU) throw ShimError("the slim shims wrap CPU memory only");
+    const shimkit::DeviceHooks& hooks = shimkit::hooks_for(device_type);
+    hooks.check_index(device_index);
     shimkit::check_blob_shape(ndim, sizes_ptr, strides_ptr);
-    // `data` is the storage base; the view starts `storage_offset` elements in.
+    if (storage_offset < 0) throw ShimError("negative storage offset");
+    // `data` is the storage base (on the device: the blob's constants, kept
+    // alive by the caller); the view starts `storage_offset` elements in.
     const size_t nbytes =
         shimkit::blob_nbytes(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype);
-    *ret = to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes), sizes_ptr, strides_ptr,
-                                ndim, storage_offset, dtype, device_type, device_index));
+    *ret =
+        to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes, hooks), sizes_ptr, strides_ptr,
+                             ndim, storage_offset, dtype, device_type, device_index));
   });
 }
 
@@ -247,10 +260,12 @@ AOTITorchError aoti_torch_create_tensor_from_blob_v2(
                                             dtype, device_type, device_index, ret);
 }
 
+// A new tensor on t's device with t's values and `strides`.
 static SlimTensor clone_with_strides(const SlimTensor& t, const std::vector<int64_t>& strides) {
+  if (!t.defined()) throw ShimError("clone of an undefined tensor");
   SlimTensor out = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
                                      t.device_type(), t.device_index());
-  shimkit::copy_elements(out, t);
+  shimkit::copy_tensor(out, t);
   return out;
 }
 
@@ -268,16 +283,13 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
   return SHIMKIT_GUARD({
     check_out(ret);
     const SlimTensor& t = as_tensor(self);
-    SlimTensor out = SlimTensor::empty(t.sizes().data(), t.strides().data(), t.dim(), t.dtype(),
-                                       t.device_type(), t.device_index());
-    shimkit::copy_elements(out, t);
-    *ret = to_handle(std::move(out));
+    *ret = to_handle(clone_with_strides(t, t.strides().vec()));
   });
 }
 
 AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
   (void)non_blocking;
-  return SHIMKIT_GUARD({ shimkit::copy_elements(as_tensor(self), as_tensor(src)); });
+  return SHIMKIT_GUARD({ shimkit::copy_tensor(as_tensor(self), as_tensor(src)); });
 }
 
 AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst) {

@@ -159,7 +159,33 @@ BlockCache& block_cache() {
   return cache;
 }
 
+void free_host_block(void* data, size_t nbytes, void* /*context*/) {
+  const int bucket = BlockCache::bucket_of(nbytes);
+  if (bucket < 0 || !block_cache().give(bucket, data)) std::free(data);
+}
+
+void check_cpu_index(int32_t /*device_index*/) {}  // validate_device() checked -1 or 0
+
+std::shared_ptr<Storage> allocate_host(size_t nbytes, int32_t /*device_index*/) {
+  return Storage::allocate(nbytes);
+}
+
+constexpr DeviceHooks kCpuHooks = {device::kCPU,  "CPU",         check_cpu_index,
+                                   allocate_host, copy_elements, nullptr};
+
 }  // namespace
+
+const DeviceHooks& cpu_hooks() { return kCpuHooks; }
+
+const DeviceHooks& hooks_for(int32_t device_type) {
+  validate_device(device_type, device_type == device::kCPU ? -1 : 0);
+  if (device_type == device::kCPU) return kCpuHooks;
+  const DeviceHooks* accelerator = accelerator_hooks();
+  if (accelerator != nullptr && accelerator->device_type == device_type) return *accelerator;
+  throw ShimError(std::string("this slim shim library holds ") +
+                  (accelerator != nullptr ? std::string("CPU and ") + accelerator->name : "CPU") +
+                  " tensors only, got device type " + std::to_string(device_type));
+}
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   const int bucket = BlockCache::bucket_of(nbytes);
@@ -171,22 +197,29 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   }
   if (data == nullptr) data = std::aligned_alloc(64, rounded);
   if (data == nullptr) throw ShimError("out of memory allocating " + std::to_string(nbytes));
+  return adopt(data, nbytes, kCpuHooks, free_host_block, nullptr);
+}
+
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
+  return borrow(data, nbytes, kCpuHooks);
+}
+
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes, const DeviceHooks& hooks) {
+  return std::make_shared<Storage>(Key{}, data, nbytes, &hooks, nullptr, nullptr);
+}
+
+std::shared_ptr<Storage> Storage::adopt(void* data, size_t nbytes, const DeviceHooks& hooks,
+                                        Deleter deleter, void* context) {
   try {
-    return std::make_shared<Storage>(Key{}, data, nbytes, true);
+    return std::make_shared<Storage>(Key{}, data, nbytes, &hooks, deleter, context);
   } catch (...) {
-    std::free(data);
+    deleter(data, nbytes, context);
     throw;
   }
 }
 
-std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
-  return std::make_shared<Storage>(Key{}, data, nbytes, false);
-}
-
 Storage::~Storage() {
-  if (!owned_) return;
-  const int bucket = BlockCache::bucket_of(nbytes_);
-  if (bucket < 0 || !block_cache().give(bucket, data_)) std::free(data_);
+  if (deleter_ != nullptr) deleter_(data_, nbytes_, context_);
 }
 
 int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size_t ndim) {
@@ -227,6 +260,10 @@ SlimTensor::SlimTensor(std::shared_ptr<Storage> storage, const int64_t* sizes,
     strides_.assign(contiguous.data(), contiguous.size());
   }
   if (storage_offset < 0) throw ShimError("negative storage offset");
+  if (storage_ != nullptr && storage_->hooks().device_type != device_type) {
+    throw ShimError(std::string("a tensor of device type ") + std::to_string(device_type) +
+                    " cannot view " + storage_->hooks().name + " memory");
+  }
   check_in_bounds();
 }
 
@@ -240,27 +277,53 @@ void SlimTensor::check_in_bounds() const {
   }
 }
 
+namespace {
+
+// Sizes, strides (contiguous when null) and bytes of a new tensor.
+struct NewGeometry {
+  DimVector sizes;
+  DimVector strides;
+  size_t nbytes = 0;
+};
+
+NewGeometry new_geometry(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                         int32_t dtype) {
+  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
+  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
+  NewGeometry g;
+  g.sizes.assign(sizes, static_cast<size_t>(ndim));
+  if (strides != nullptr) {
+    g.strides.assign(strides, static_cast<size_t>(ndim));
+  } else {
+    const std::vector<int64_t> contiguous = contiguous_strides(g.sizes.vec());
+    g.strides.assign(contiguous.data(), contiguous.size());
+  }
+  const int64_t span = checked_span_elements(g.sizes.data(), g.strides.data(), g.sizes.size());
+  g.nbytes = static_cast<size_t>(span) * element_size(dtype);
+  return g;
+}
+
+}  // namespace
+
 SlimTensor SlimTensor::empty(const int64_t* sizes, const int64_t* strides, int64_t ndim,
                              int32_t dtype, int32_t device_type, int32_t device_index) {
   validate_device(device_type, device_index);
-  if (device_type != device::kCPU) {
-    throw ShimError("the slim shims allocate on CPU only, got device type " +
-                    std::to_string(device_type));
-  }
-  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
-  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
-  const DimVector sz(sizes, static_cast<size_t>(ndim));
-  DimVector st;
-  if (strides != nullptr) {
-    st.assign(strides, static_cast<size_t>(ndim));
-  } else {
-    const std::vector<int64_t> contiguous = contiguous_strides(sz.vec());
-    st.assign(contiguous.data(), contiguous.size());
-  }
-  const int64_t span = checked_span_elements(sz.data(), st.data(), sz.size());
-  auto storage = Storage::allocate(static_cast<size_t>(span) * element_size(dtype));
-  return SlimTensor(std::move(storage), sz.data(), st.data(), ndim, 0, dtype, device_type,
-                    device_index);
+  const DeviceHooks& hooks = hooks_for(device_type);
+  hooks.check_index(device_index);
+  const NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
+  return SlimTensor(hooks.allocate(g.nbytes, device_index), g.sizes.data(), g.strides.data(), ndim,
+                    0, dtype, device_type, device_index);
+}
+
+SlimTensor SlimTensor::empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                                    int32_t dtype) {
+  const NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
+  const DeviceHooks* accelerator = accelerator_hooks();
+  std::shared_ptr<Storage> storage = accelerator != nullptr && accelerator->allocate_pinned
+                                         ? accelerator->allocate_pinned(g.nbytes)
+                                         : Storage::allocate(g.nbytes);
+  return SlimTensor(std::move(storage), g.sizes.data(), g.strides.data(), ndim, 0, dtype,
+                    device::kCPU, -1);
 }
 
 int64_t SlimTensor::numel() const {
@@ -491,6 +554,12 @@ void copy_elements(const SlimTensor& dst, const SlimTensor& src) {
       idx[k] = 0;
     }
   }
+}
+
+void copy_tensor(const SlimTensor& dst, const SlimTensor& src) {
+  if (!dst.defined() || !src.defined()) throw ShimError("copy from or to an undefined tensor");
+  const SlimTensor& on_device = dst.device_type() != device::kCPU ? dst : src;
+  on_device.storage()->hooks().copy(dst, src);
 }
 
 }  // namespace shimkit

@@ -1,5 +1,6 @@
-// shimkit's slim CPU tensor: sizes, strides, storage offset, dtype, device and
-// a shared, refcounted storage that owns its memory or borrows it.
+// shimkit's slim tensor: sizes, strides, storage offset, dtype, device and a
+// shared, refcounted storage that owns its memory or borrows it, on the CPU
+// or on the device whose hooks it carries.
 #ifndef SHIMKIT_SHIMS_SLIM_TENSOR_H_
 #define SHIMKIT_SHIMS_SLIM_TENSOR_H_
 
@@ -92,17 +93,62 @@ class DimVector {
   std::unique_ptr<int64_t[]> heap_;
 };
 
-// A block of memory shared by every tensor that views it.
+class Storage;
+class SlimTensor;
+
+// What the one shim core needs from a device: allocate on it and copy to and
+// from it. Every Storage carries the hooks of the device its memory lives on,
+// so the core (shim_core.cpp, slim_tensor.cpp) creates, clones and copies
+// tensors without naming a device. The CPU hooks are built in; a library
+// links exactly one definition of accelerator_hooks() (shims/cpu for the CPU
+// library, shims/cuda for the CUDA one).
+struct DeviceHooks {
+  int32_t device_type;
+  const char* name;  // for messages: "CPU", "CUDA"
+  // Throws ShimError unless `device_index` names a device of this type that
+  // exists (the type and sign were validated by validate_device()).
+  void (*check_index)(int32_t device_index);
+  // `nbytes` of uninitialised memory on device `device_index`, owned by the
+  // storage it returns.
+  std::shared_ptr<Storage> (*allocate)(size_t nbytes, int32_t device_index);
+  // dst = src elementwise (equal sizes, any strides and dtypes), where one of
+  // them lives on this device and the other on it or on the CPU.
+  void (*copy)(const SlimTensor& dst, const SlimTensor& src);
+  // Page-locked host memory for aoti_torch_empty_strided_pinned; null when
+  // the device has none (ordinary host memory is used then).
+  std::shared_ptr<Storage> (*allocate_pinned)(size_t nbytes);
+};
+
+// The host's hooks: 64-byte aligned memory, element-wise copies.
+const DeviceHooks& cpu_hooks();
+// The library's accelerator, or null for a CPU-only library. Defined once per
+// library, by the device files linked into it.
+const DeviceHooks* accelerator_hooks();
+// The hooks of `device_type` (validated first); throws ShimError naming the
+// devices this library holds when it holds no tensors of that type.
+const DeviceHooks& hooks_for(int32_t device_type);
+
+// A block of memory shared by every tensor that views it, with the hooks of
+// the device it lives on.
 class Storage {
   struct Key {};
 
  public:
-  Storage(Key, void* data, size_t nbytes, bool owned)
-      : data_(data), nbytes_(nbytes), owned_(owned) {}
-  // Allocates `nbytes` (64-byte aligned, uninitialised); owns them.
+  // Gives `data` back when the last view is gone; `context` is the
+  // allocator's own record of the block.
+  using Deleter = void (*)(void* data, size_t nbytes, void* context);
+
+  Storage(Key, void* data, size_t nbytes, const DeviceHooks* hooks, Deleter deleter, void* context)
+      : data_(data), nbytes_(nbytes), hooks_(hooks), deleter_(deleter), context_(context) {}
+  // Allocates `nbytes` of host memory (64-byte aligned, uninitialised); owns them.
   static std::shared_ptr<Storage> allocate(size_t nbytes);
-  // Borrows `data`; the caller keeps it alive longer than every view.
+  // Borrows host memory `data`; the caller keeps it alive longer than every view.
   static std::shared_ptr<Storage> borrow(void* data, size_t nbytes);
+  // Borrows memory of the device `hooks` describe.
+  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes, const DeviceHooks& hooks);
+  // Takes over memory of the device `hooks` describe; `deleter` frees it.
+  static std::shared_ptr<Storage> adopt(void* data, size_t nbytes, const DeviceHooks& hooks,
+                                        Deleter deleter, void* context);
 
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -110,12 +156,15 @@ class Storage {
 
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
-  bool owns() const { return owned_; }
+  bool owns() const { return deleter_ != nullptr; }
+  const DeviceHooks& hooks() const { return *hooks_; }
 
  private:
   void* data_;
   size_t nbytes_;
-  bool owned_;
+  const DeviceHooks* hooks_;
+  Deleter deleter_;
+  void* context_;
 };
 
 class SlimTensor {
@@ -126,9 +175,14 @@ class SlimTensor {
              int64_t ndim, int64_t storage_offset, int32_t dtype, int32_t device_type,
              int32_t device_index);
 
-  // A new owning tensor of the given geometry; strides==nullptr: contiguous.
+  // A new owning tensor of the given geometry on the device's memory (its
+  // hooks' allocator); strides==nullptr: contiguous.
   static SlimTensor empty(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
                           int32_t device_type, int32_t device_index);
+  // A new CPU tensor in page-locked memory when the library's accelerator
+  // has some (DeviceHooks::allocate_pinned), else in ordinary host memory.
+  static SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
+                                 int32_t dtype);
 
   bool defined() const { return storage_ != nullptr; }
   int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
@@ -176,7 +230,11 @@ std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
 std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
 
 // dst[i] = src[i] elementwise over equal sizes, any strides, converting dtype.
+// Host memory only (the CPU hooks' copy).
 void copy_elements(const SlimTensor& dst, const SlimTensor& src);
+// dst = src for tensors on any devices this library holds: the hooks of the
+// one that is not on the CPU copy (copy_elements when both are).
+void copy_tensor(const SlimTensor& dst, const SlimTensor& src);
 
 }  // namespace shimkit
 

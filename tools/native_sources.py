@@ -37,12 +37,11 @@ class NativeBuild:
     python_extensions: dict[str, dict[str, Any]]
 
     def files(self) -> set[str]:
-        """Every source and header the description names (generated outputs excluded)."""
+        """Every source and header the description names."""
         named = {self.rename_header}
         for group in (*self.libraries.values(), *self.python_extensions.values()):
             for key in ("srcs", "headers", "exported_headers"):
                 named.update(group.get(key, []))
-            named.update(group.get("generated", {}).values())
         return named
 
 
@@ -94,8 +93,6 @@ def render_cmake(build: NativeBuild) -> str:
         var = f"SHIMKIT_{name.upper()}"
         for key in ("srcs", "headers", "exported_headers", "linkopts"):
             lines.append(f"set({var}_{key.upper()} {_cmake_list(list(lib.get(key, [])))})")
-        generated = [f"{out}={src}" for out, src in sorted(lib.get("generated", {}).items())]
-        lines.append(f"set({var}_GENERATED {_cmake_list(generated)})")
         script = _cmake_string(lib.get("version_script", ""))
         lines.append(f"set({var}_VERSION_SCRIPT {script})")
     lines.append(f"set(SHIMKIT_PYTHON_EXTENSIONS {_cmake_list(sorted(build.python_extensions))})")

@@ -1,5 +1,6 @@
-// The CUDA blob runner behind shimkit_cuda_runtime.h: vets a blob, loads it
-// from a private temp file against the slim CUDA shims, and runs it on a GPU.
+// The CUDA runner behind shimkit_cuda_runtime.h, over the loader both
+// runtimes share (runtime/blob_loader.h): vets a blob against the slim CUDA
+// shims, loads it, and runs it on a GPU, eagerly or as a replayed CUDA graph.
 #include <dlfcn.h>
 
 #include <chrono>
@@ -10,39 +11,29 @@
 #include <string>
 #include <vector>
 
-#include "runtime/blob_loader_common.h"
+#include "runtime/blob_loader.h"
 #include "runtime/cuda/shimkit_cuda_runtime.h"
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 
+namespace ld = shimkit::loader;
+using ld::fail;
+using ld::Handles;
+using ld::shim_error;
+
 namespace {
 
-using shimkit::loader::ContainerHandle;
-using shimkit::loader::CreateWithDeviceFn;
-using shimkit::loader::DeleteFn;
-using shimkit::loader::object_of;
-using shimkit::loader::RunFn;
-
-thread_local std::string g_error;
-
-int fail(int code, std::string message) {
-  g_error = std::move(message);
-  return code;
-}
-
-std::string shim_error() {
-  const char* e = shimkit_shim_last_error();
-  return e[0] ? e : "no details";
-}
+// Shim imports must bind to the CUDA provider; the CUDA driver functions a
+// blob calls (cuLaunchKernel, ...) resolve once libcuda is global.
+constexpr ld::VetPolicy kPolicy = {false, "which the slim CUDA shims do not provide"};
 
 // A blob built for CUDA calls CUDA guards/streams through the shims, or the
 // CUDA runtime/driver directly (cudaMalloc, cuLaunchKernel, ...).
-bool imports_cuda(const std::string& bare) {
-  return bare.find("_cuda_") != std::string::npos || bare.rfind("cuda", 0) == 0 ||
-         (bare.size() > 2 && bare[0] == 'c' && bare[1] == 'u' && bare[2] >= 'A' && bare[2] <= 'Z');
+bool imports_cuda(const std::string& name) {
+  return name.find("_cuda_") != std::string::npos || name.rfind("cuda", 0) == 0 ||
+         (name.size() > 2 && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z');
 }
 
 struct Environment {
-  std::string provider;  // path of the slim CUDA shim library
   std::string error;
   int code = SHIMKIT_OK;
 };
@@ -52,10 +43,10 @@ struct Environment {
 const Environment& environment() {
   static const Environment env = [] {
     Environment out;
-    out.provider = object_of(reinterpret_cast<void*>(&aoti_torch_empty_strided));
-    if (dlopen(out.provider.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) == nullptr) {
+    const ld::Provider& provider = ld::provider();
+    if (provider.handle == nullptr) {
       out.code = SHIMKIT_E_PROVIDER;
-      out.error = out.provider + ": cannot make the shim provider global";
+      out.error = provider.error;
       return out;
     }
     if (shimkit_cuda_device_count() < 0) {
@@ -74,39 +65,21 @@ const Environment& environment() {
 
 int check_blob(const void* bytes, size_t size) {
   shimkit::ElfSymbols syms;
-  std::string error;
-  int rc = shimkit::loader::read_blob_symbols(bytes, size, &syms, &error);
-  if (rc != SHIMKIT_OK) return fail(rc, error);
-  const Environment& env = environment();
-  bool cuda = false;
+  const int rc = ld::vet_blob(bytes, size, kPolicy, &syms);
+  if (rc != SHIMKIT_OK) return rc;
   for (const std::string& name : syms.unversioned_imports) {
-    std::string bare;
-    const bool prefixed = shimkit::loader::strip_prefix(name, &bare);
-    cuda = cuda || imports_cuda(bare);
-    rc = shimkit::loader::check_import(name, bare, prefixed, env.provider,
-                                       /*resolve_others=*/false,
-                                       "which the slim CUDA shims do not provide", &error);
-    if (rc != SHIMKIT_OK) return fail(rc, error);
+    if (imports_cuda(name)) return SHIMKIT_OK;
   }
-  if (!cuda) {
-    return fail(SHIMKIT_E_DEVICE,
-                "blob: built for the CPU (it imports no CUDA function), not for CUDA; run it "
-                "with the CPU runtime (shimkit run)");
-  }
-  return SHIMKIT_OK;
+  return fail(SHIMKIT_E_DEVICE,
+              "blob: built for the CPU (it imports no CUDA function), not for CUDA; run it "
+              "with the CPU runtime (shimkit run)");
 }
 
 }  // namespace
 
 struct shimkit_cuda_model {
-  void* dl = nullptr;
-  ContainerHandle container = nullptr;
-  CreateWithDeviceFn create = nullptr;
-  DeleteFn destroy = nullptr;
-  RunFn run = nullptr;
+  ld::Blob blob;
   int32_t device = 0;
-  size_t num_inputs = 0;
-  size_t num_outputs = 0;
   std::vector<std::vector<char>> host_outputs;
   std::mutex mutex;
 
@@ -119,6 +92,9 @@ struct shimkit_cuda_model {
   std::vector<std::vector<int64_t>> input_geometry;
   void* exec = nullptr;
   uint64_t pool = 0;
+
+  size_t num_inputs() const { return blob.num_inputs(); }
+  size_t num_outputs() const { return blob.num_outputs(); }
 
   void release_graph() {
     if (exec != nullptr || pool != 0) shimkit_cuda_graph_free(exec, pool, stream);
@@ -137,23 +113,10 @@ struct shimkit_cuda_model {
       shimkit_cuda_stream_synchronize(stream);
       shimkit_cuda_stream_destroy(stream);
     }
-    if (container != nullptr && destroy != nullptr) destroy(container);
-    if (dl != nullptr) dlclose(dl);
   }
 };
 
 namespace {
-
-// Owns tensor handles; deletes whatever is left on scope exit.
-struct Handles {
-  std::vector<AtenTensorHandle> h;
-  explicit Handles(size_t n) : h(n, nullptr) {}
-  ~Handles() {
-    for (AtenTensorHandle t : h) {
-      if (t != nullptr) aoti_torch_delete_tensor_object(t);
-    }
-  }
-};
 
 int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_model** out) {
   if (out == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null output pointer");
@@ -172,27 +135,9 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
   }
   auto model = std::make_unique<shimkit_cuda_model>();
   model->device = device_index;
-  std::string error;
-  shimkit::loader::BlobEntries entries;
-  const int opened = shimkit::loader::open_blob(bytes, size, &model->dl, &entries, &error);
-  model->create = entries.create;
-  model->destroy = entries.destroy;
-  model->run = entries.run;
-  if (opened != SHIMKIT_OK) return fail(opened, error);
-  const shimkit::loader::CountFn num_in = entries.num_inputs;
-  const shimkit::loader::CountFn num_out = entries.num_outputs;
-  shimkit_shim_clear_error();
   const std::string device = "cuda:" + std::to_string(device_index);
-  if (model->create(&model->container, 1, device.c_str(), nullptr) != 0 ||
-      model->container == nullptr) {
-    model->container = nullptr;
-    return fail(SHIMKIT_E_CREATE,
-                "blob: creating the model container on " + device + " failed: " + shim_error());
-  }
-  if (num_in(model->container, &model->num_inputs) != 0 ||
-      num_out(model->container, &model->num_outputs) != 0) {
-    return fail(SHIMKIT_E_CREATE, "blob: cannot read the number of inputs/outputs");
-  }
+  const int opened = model->blob.open(bytes, size, device.c_str());
+  if (opened != SHIMKIT_OK) return opened;
   *out = model.release();
   if (const char* v = std::getenv("SHIMKIT_CUDA_GRAPHS");
       v != nullptr && std::strcmp(v, "1") == 0) {
@@ -204,44 +149,24 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
 // Device copies of host `inputs` (new handles in `dev`).
 int upload_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, size_t n,
                   Handles* dev) {
-  if (n != m.num_inputs) {
-    return fail(SHIMKIT_E_BAD_INPUT, "model takes " + std::to_string(m.num_inputs) +
-                                         " inputs, got " + std::to_string(n));
-  }
-  if (inputs == nullptr && n > 0) return fail(SHIMKIT_E_BAD_INPUT, "null inputs");
+  Handles host(m.num_inputs());
+  const int rc = ld::wrap_inputs(inputs, n, m.num_inputs(), &host);
+  if (rc != SHIMKIT_OK) return rc;
   for (size_t i = 0; i < n; ++i) {
     const shimkit_tensor& t = inputs[i];
-    if (t.ndim < 0 || t.ndim > SHIMKIT_MAX_DIMS) {
-      return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": bad ndim");
-    }
-    AtenTensorHandle host = nullptr;
-    if (aoti_torch_create_tensor_from_blob(t.data, t.ndim, t.sizes, t.strides, 0, t.dtype,
-                                           aoti_torch_device_type_cpu(), -1, &host) != 0) {
-      return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": " + shim_error());
-    }
-    Handles owner(1);
-    owner.h[0] = host;
     if (aoti_torch_empty_strided(t.ndim, t.sizes, t.strides, t.dtype, aoti_torch_device_type_cuda(),
                                  m.device, &dev->h[i]) != 0 ||
-        aoti_torch_copy_(dev->h[i], host, 0) != 0) {
+        aoti_torch_copy_(dev->h[i], host.h[i], 0) != 0) {
       return fail(SHIMKIT_E_RUN, "input " + std::to_string(i) + ": upload failed: " + shim_error());
     }
   }
   return SHIMKIT_OK;
 }
 
-// One run of the blob on `stream` with device inputs (stolen by the blob);
+// One run of the blob on `stream` with device inputs (taken by the blob);
 // outputs land in `outs`.
 int run_blob(shimkit_cuda_model* m, Handles* inputs, Handles* outs, void* stream) {
-  shimkit_shim_clear_error();
-  const int32_t rc = m->run(m->container, inputs->h.data(), inputs->h.size(), outs->h.data(),
-                            outs->h.size(), stream, nullptr);
-  std::fill(inputs->h.begin(), inputs->h.end(), nullptr);  // Run took them, even on failure
-  if (rc != 0) {
-    std::fill(outs->h.begin(), outs->h.end(), nullptr);
-    return fail(SHIMKIT_E_RUN, "model run failed: " + shim_error());
-  }
-  return SHIMKIT_OK;
+  return m->blob.run(inputs->h.data(), inputs->h.size(), outs->h.data(), outs->h.size(), stream);
 }
 
 // Sizes, strides and dtype of a tensor: what a captured graph's inputs must keep.
@@ -321,7 +246,7 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
   }
   Handles own(0);
   own.h.swap(inputs->h);  // the caller's inputs are consumed, as run_blob would
-  Handles call_in(m->num_inputs);
+  Handles call_in(m->num_inputs());
   int rc = aliases(m->static_in, &call_in);
   if (rc != SHIMKIT_OK) return rc;
   if (m->graph_state == 0) {
@@ -338,16 +263,12 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
       give_up_graphs(m, "capture: " + shim_error());
       return run_blob(m, &call_in, outs, m->stream);
     }
-    Handles captured(m->num_outputs);
-    shimkit_shim_clear_error();
-    const int32_t run_rc = m->run(m->container, call_in.h.data(), call_in.h.size(),
-                                  captured.h.data(), captured.h.size(), m->stream, nullptr);
-    std::fill(call_in.h.begin(), call_in.h.end(), nullptr);
-    const std::string run_error = run_rc != 0 ? shim_error() : "";
+    Handles captured(m->num_outputs());
+    const int run_rc = run_blob(m, &call_in, &captured, m->stream);
+    const std::string run_error = run_rc != SHIMKIT_OK ? ld::last_error() : "";
     void* exec = nullptr;
     const int end_rc = shimkit_cuda_graph_end(m->stream, &exec);
     if (run_rc != 0 || end_rc != 0) {
-      if (run_rc != 0) std::fill(captured.h.begin(), captured.h.end(), nullptr);
       m->exec = exec;
       give_up_graphs(m,
                      run_rc != 0 ? "run under capture: " + run_error : "capture: " + shim_error());
@@ -378,42 +299,29 @@ int sync_model(shimkit_cuda_model* m) {
   return rc == 0 ? SHIMKIT_OK : fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
 }
 
+// Copies device output `h` into host memory the model owns until the next run.
 int download(shimkit_cuda_model* m, AtenTensorHandle h, size_t index, shimkit_tensor* d) {
-  int64_t ndim = 0;
-  int64_t* sizes = nullptr;
-  if (aoti_torch_get_dim(h, &ndim) != 0 || ndim > SHIMKIT_MAX_DIMS ||
-      aoti_torch_get_sizes(h, &sizes) != 0 || aoti_torch_get_dtype(h, &d->dtype) != 0) {
-    return fail(SHIMKIT_E_RUN, "output " + std::to_string(index) + " cannot be described");
-  }
-  d->ndim = static_cast<int32_t>(ndim);
-  int64_t numel = 1;
-  for (int64_t i = ndim - 1; i >= 0; --i) {
-    d->sizes[i] = sizes[i];
-    d->strides[i] = numel;
-    numel *= sizes[i] > 0 ? sizes[i] : 1;
-  }
-  for (int64_t i = 0; i < ndim; ++i) {
-    if (sizes[i] == 0) numel = 0;
-  }
+  size_t bytes = 0;
+  int rc = ld::describe_contiguous(h, d, &bytes);
+  if (rc != SHIMKIT_OK) return rc;
   std::vector<char>& buffer = m->host_outputs[index];
-  buffer.assign(static_cast<size_t>(numel) * aoti_torch_dtype_element_size(d->dtype) + 1, 0);
+  buffer.assign(bytes + 1, 0);
   d->data = buffer.data();
-  AtenTensorHandle dst = nullptr;
-  if (aoti_torch_create_tensor_from_blob(d->data, ndim, d->sizes, d->strides, 0, d->dtype,
-                                         aoti_torch_device_type_cpu(), -1, &dst) != 0) {
-    return fail(SHIMKIT_E_RUN, "output " + std::to_string(index) + ": " + shim_error());
-  }
-  const bool ok = aoti_torch_copy_(dst, h, 0) == 0;
-  aoti_torch_delete_tensor_object(dst);
-  if (!ok) return fail(SHIMKIT_E_RUN, "output " + std::to_string(index) + ": " + shim_error());
-  return SHIMKIT_OK;
+  rc = ld::copy_to_host(h, d);
+  if (rc != SHIMKIT_OK) ld::prefix_last_error(("output " + std::to_string(index)).c_str());
+  return rc;
 }
 
 }  // namespace
 
 extern "C" {
 
-const char* shimkit_cuda_last_error(void) { return g_error.c_str(); }
+const char* shimkit_cuda_last_error(void) { return ld::last_error().c_str(); }
+
+const char* shimkit_cuda_provider_path(void) {
+  const ld::Provider& p = ld::provider();
+  return p.handle ? p.path.c_str() : nullptr;
+}
 
 int shimkit_cuda_model_load(const void* bytes, size_t size, int32_t device_index,
                             shimkit_cuda_model** out) {
@@ -428,12 +336,10 @@ int shimkit_cuda_model_load_file(const char* path, int32_t device_index, shimkit
   if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
   try {
     std::vector<char> bytes;
-    std::string error;
-    if (shimkit::loader::read_file(path, &bytes, &error) != SHIMKIT_OK) {
-      return fail(SHIMKIT_E_IO, error);
-    }
+    const int read = ld::read_file(path, &bytes);
+    if (read != SHIMKIT_OK) return read;
     const int rc = load(bytes.data(), bytes.size(), device_index, out);
-    if (rc != SHIMKIT_OK) g_error = std::string(path) + ": " + g_error;
+    if (rc != SHIMKIT_OK) ld::prefix_last_error(path);
     return rc;
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_IO, std::string(path) + ": " + e.what());
@@ -469,37 +375,36 @@ const char* shimkit_cuda_model_graph_status(const shimkit_cuda_model* model) {
 }
 
 size_t shimkit_cuda_model_num_inputs(const shimkit_cuda_model* model) {
-  return model ? model->num_inputs : 0;
+  return model ? model->num_inputs() : 0;
 }
 
 size_t shimkit_cuda_model_num_outputs(const shimkit_cuda_model* model) {
-  return model ? model->num_outputs : 0;
+  return model ? model->num_outputs() : 0;
 }
 
 uintptr_t shimkit_cuda_model_load_base(const shimkit_cuda_model* model) {
-  if (model == nullptr) return 0;
-  return shimkit::loader::load_base_of(reinterpret_cast<void*>(model->create));
+  return model ? model->blob.load_base() : 0;
 }
 
 int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inputs,
                            size_t num_inputs, shimkit_tensor* outputs, size_t num_outputs) {
   if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
-  if (outputs == nullptr || num_outputs != model->num_outputs) {
-    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs) +
+  if (outputs == nullptr || num_outputs != model->num_outputs()) {
+    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs()) +
                                          " outputs, caller expects " + std::to_string(num_outputs));
   }
   try {
     std::lock_guard<std::mutex> lock(model->mutex);
-    Handles dev(model->num_inputs);
+    Handles dev(model->num_inputs());
     int rc = upload_inputs(*model, inputs, num_inputs, &dev);
     if (rc != SHIMKIT_OK) return rc;
-    Handles outs(model->num_outputs);
+    Handles outs(model->num_outputs());
     rc = run_device(model, &dev, &outs);
     if (rc != SHIMKIT_OK) return rc;
     rc = sync_model(model);
     if (rc != SHIMKIT_OK) return rc;
-    model->host_outputs.resize(model->num_outputs);
-    for (size_t i = 0; i < model->num_outputs; ++i) {
+    model->host_outputs.resize(model->num_outputs());
+    for (size_t i = 0; i < model->num_outputs(); ++i) {
       rc = download(model, outs.h[i], i, &outputs[i]);
       if (rc != SHIMKIT_OK) return rc;
     }
@@ -516,7 +421,7 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
   }
   try {
     std::lock_guard<std::mutex> lock(model->mutex);
-    Handles resident(model->num_inputs);
+    Handles resident(model->num_inputs());
     int rc = upload_inputs(*model, inputs, num_inputs, &resident);
     if (rc != SHIMKIT_OK) return rc;
     rc = sync_model(model);
@@ -528,13 +433,13 @@ int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* in
     const bool sync_each = sync_mode == nullptr || std::string(sync_mode) != "end";
     const auto start = std::chrono::steady_clock::now();
     for (int64_t it = 0; it < iterations; ++it) {
-      Handles in(model->num_inputs);
-      for (size_t i = 0; i < model->num_inputs; ++i) {
+      Handles in(model->num_inputs());
+      for (size_t i = 0; i < model->num_inputs(); ++i) {
         if (aoti_torch_new_tensor_handle(resident.h[i], &in.h[i]) != 0) {
           return fail(SHIMKIT_E_RUN, shim_error());
         }
       }
-      Handles outs(model->num_outputs);
+      Handles outs(model->num_outputs());
       rc = run_device(model, &in, &outs);
       if (rc != SHIMKIT_OK) return rc;
       if (sync_each || it + 1 == iterations) {

@@ -24,6 +24,10 @@ typedef struct shimkit_cuda_model shimkit_cuda_model;
 
 SHIMKIT_RUNTIME_API const char* shimkit_cuda_last_error(void);
 
+/* Path of the slim CUDA shim library every blob must bind to (NULL if it
+ * could not be made global; shimkit_cuda_last_error() is not set then). */
+SHIMKIT_RUNTIME_API const char* shimkit_cuda_provider_path(void);
+
 /* Loads a model .so (bytes or file) and creates its model container on CUDA
  * device `device_index`. The blob is vetted before dlopen: ELF sanity,
  * entry points, every shim import prefixed and provided by the slim CUDA

@@ -83,6 +83,14 @@ SHIMKIT_EXPORT void shimkit_cuda_empty_cache(void);
 SHIMKIT_EXPORT void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host);
 SHIMKIT_EXPORT const char* shimkit_cuda_conv_last_fallback(void);
 SHIMKIT_EXPORT const char* shimkit_cuda_cudnn_info(void);
+// Of the convolutions on cuDNN, how many ran through its graph API (the rest
+// through the legacy API), and how many plans were built (one per thread and
+// argument geometry: a count that grows with the calls means a plan per call).
+SHIMKIT_EXPORT void shimkit_cuda_conv_api_counts(int64_t* on_graph_api, int64_t* plans_built);
+// Whether float32 convolutions may use TF32 tensor cores (torch's default for
+// cuDNN), and setting it (default: off, true float32; SHIMKIT_CUDNN_TF32=1).
+SHIMKIT_EXPORT int32_t shimkit_cuda_cudnn_tf32(void);
+SHIMKIT_EXPORT void shimkit_cuda_set_cudnn_tf32(int32_t allowed);
 // How many float32 GEMMs ran on cuBLASLt and on legacy cuBLAS (process-wide).
 SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas);
 // Streams and CUDA graphs for hosts (shims/cuda/cuda_graph.cpp): a

@@ -18,6 +18,7 @@ LtLibrary load_lt() {
   bind(lib, "cublasLtMatmulDescSetAttribute", &lt.desc_set, &missing);
   bind(lib, "cublasLtMatmulDescDestroy", &lt.desc_destroy, &missing);
   bind(lib, "cublasLtMatrixLayoutCreate", &lt.layout_create, &missing);
+  bind(lib, "cublasLtMatrixLayoutSetAttribute", &lt.layout_set, &missing);
   bind(lib, "cublasLtMatrixLayoutDestroy", &lt.layout_destroy, &missing);
   bind(lib, "cublasLtMatmulPreferenceCreate", &lt.pref_create, &missing);
   bind(lib, "cublasLtMatmulPreferenceSetAttribute", &lt.pref_set, &missing);

@@ -22,16 +22,18 @@ namespace cuda {
 // cublasLtMatmulDesc_t, `Layout` cublasLtMatrixLayout_t, `Pref`
 // cublasLtMatmulPreference_t, `Compute` cublasComputeType_t, `DataType`
 // cudaDataType_t, `DescAttr`/`PrefAttr` the two attribute enums, `Result`
-// cublasLtMatmulHeuristicResult_t, `Algo` cublasLtMatmulAlgo_t.
+// cublasLtMatmulHeuristicResult_t, `Algo` cublasLtMatmulAlgo_t, `LayoutAttr`
+// cublasLtMatrixLayoutAttribute_t.
 template <typename Status, typename Handle, typename Stream, typename Desc, typename Layout,
           typename Pref, typename Compute, typename DataType, typename DescAttr, typename PrefAttr,
-          typename Result, typename Algo>
+          typename Result, typename Algo, typename LayoutAttr>
 struct CublasLtSignatures {
   using Create = Status (*)(Handle*);
   using MatmulDescCreate = Status (*)(Desc*, Compute, DataType);
   using MatmulDescSetAttribute = Status (*)(Desc, DescAttr, const void*, size_t);
   using MatmulDescDestroy = Status (*)(Desc);
   using MatrixLayoutCreate = Status (*)(Layout*, DataType, uint64_t, uint64_t, int64_t);
+  using MatrixLayoutSetAttribute = Status (*)(Layout, LayoutAttr, const void*, size_t);
   using MatrixLayoutDestroy = Status (*)(Layout);
   using MatmulPreferenceCreate = Status (*)(Pref*);
   using MatmulPreferenceSetAttribute = Status (*)(Pref, PrefAttr, const void*, size_t);
@@ -56,20 +58,24 @@ struct LtHeuristicResult {
   int reserved[4];
 };
 
-constexpr int kLtCompute32F = 68;            // CUBLAS_COMPUTE_32F (no TF32)
-constexpr int kLtR32F = 0;                   // CUDA_R_32F
-constexpr int kLtDescTransA = 3;             // CUBLASLT_MATMUL_DESC_TRANSA (int32_t)
-constexpr int kLtDescTransB = 4;             // CUBLASLT_MATMUL_DESC_TRANSB (int32_t)
-constexpr int kLtDescEpilogue = 7;           // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
-constexpr int kLtDescBiasPointer = 8;        // CUBLASLT_MATMUL_DESC_BIAS_POINTER (void*)
-constexpr uint32_t kLtEpilogueDefault = 1;   // CUBLASLT_EPILOGUE_DEFAULT
-constexpr uint32_t kLtEpilogueBias = 4;      // CUBLASLT_EPILOGUE_BIAS
+constexpr int kLtCompute32F = 68;           // CUBLAS_COMPUTE_32F (no TF32)
+constexpr int kLtR32F = 0;                  // CUDA_R_32F
+constexpr int kLtR16F = 2;                  // CUDA_R_16F
+constexpr int kLtR16BF = 14;                // CUDA_R_16BF
+constexpr int kLtLayoutBatchCount = 5;      // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT (int32_t)
+constexpr int kLtLayoutBatchStride = 6;     // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (int64_t)
+constexpr int kLtDescTransA = 3;            // CUBLASLT_MATMUL_DESC_TRANSA (int32_t)
+constexpr int kLtDescTransB = 4;            // CUBLASLT_MATMUL_DESC_TRANSB (int32_t)
+constexpr int kLtDescEpilogue = 7;          // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
+constexpr int kLtDescBiasPointer = 8;       // CUBLASLT_MATMUL_DESC_BIAS_POINTER (void*)
+constexpr uint32_t kLtEpilogueDefault = 1;  // CUBLASLT_EPILOGUE_DEFAULT
+constexpr uint32_t kLtEpilogueBias = 4;     // CUBLASLT_EPILOGUE_BIAS
 constexpr int kLtPrefMaxWorkspaceBytes = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64_t)
 constexpr int kLtPrefMinAlignmentA = 5;  // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES (uint32_t);
                                          // B, C, D follow as 6, 7, 8
 
 using CublasLt = CublasLtSignatures<int, void*, void*, void*, void*, void*, int, int, int, int,
-                                    LtHeuristicResult, LtAlgo>;
+                                    LtHeuristicResult, LtAlgo, int>;
 
 // The loaded cuBLASLt; `ok` is false (and `error` says why) when no
 // libcublasLt could be opened or a function is missing.
@@ -82,6 +88,7 @@ struct LtLibrary {
   CublasLt::MatmulDescSetAttribute desc_set = nullptr;
   CublasLt::MatmulDescDestroy desc_destroy = nullptr;
   CublasLt::MatrixLayoutCreate layout_create = nullptr;
+  CublasLt::MatrixLayoutSetAttribute layout_set = nullptr;
   CublasLt::MatrixLayoutDestroy layout_destroy = nullptr;
   CublasLt::MatmulPreferenceCreate pref_create = nullptr;
   CublasLt::MatmulPreferenceSetAttribute pref_set = nullptr;

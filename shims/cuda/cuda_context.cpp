@@ -121,56 +121,23 @@ void* device_malloc(size_t rounded, int32_t device, Stream stream, uint64_t pool
   return p;
 }
 
+// What the caching allocator needs to park a freed block again.
 struct DeviceBlock {
-  std::shared_ptr<Storage> view;
-  void* ptr = nullptr;
   size_t rounded = 0;
   int32_t device = 0;
   Stream stream = nullptr;
   uint64_t pool = 0;
-  ~DeviceBlock() {
-    if (ptr == nullptr) return;
-    if (!cache().give(device, stream, rounded, pool, ptr, caching_enabled())) {
-      runtime().free(ptr);
-    }
+};
+
+void release_device_block(void* ptr, size_t /*nbytes*/, void* context) {
+  std::unique_ptr<DeviceBlock> block(static_cast<DeviceBlock*>(context));
+  if (!cache().give(block->device, block->stream, block->rounded, block->pool, ptr,
+                    caching_enabled())) {
+    runtime().free(ptr);
   }
-};
-
-struct PinnedBlock {
-  std::shared_ptr<Storage> view;
-  void* ptr = nullptr;
-  ~PinnedBlock() {
-    if (ptr != nullptr) runtime().free_host(ptr);
-  }
-};
-
-int64_t checked_dim(int64_t ndim) {
-  if (ndim < 0 || ndim > 64) throw ShimError("bad number of dimensions " + std::to_string(ndim));
-  return ndim;
 }
 
-size_t geometry_bytes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                      int32_t dtype) {
-  const int64_t span = checked_span_elements(sizes.data(), strides.data(), sizes.size());
-  return span == 0 ? 0 : static_cast<size_t>(span) * element_size(dtype);
-}
-
-// A new tensor's sizes, strides (contiguous when null) and the bytes they span.
-struct Geometry {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  size_t nbytes = 0;
-};
-
-Geometry new_geometry(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype) {
-  checked_dim(ndim);
-  if (ndim > 0 && sizes == nullptr) throw ShimError("null sizes");
-  Geometry g;
-  g.sizes.assign(sizes, sizes + ndim);
-  g.strides = strides ? std::vector<int64_t>(strides, strides + ndim) : contiguous_strides(g.sizes);
-  g.nbytes = geometry_bytes(g.sizes, g.strides, dtype);
-  return g;
-}
+void free_pinned(void* ptr, size_t /*nbytes*/, void* /*context*/) { runtime().free_host(ptr); }
 
 }  // namespace
 
@@ -206,25 +173,22 @@ void set_current_stream(int32_t device_index, Stream stream) {
 
 std::shared_ptr<Storage> device_storage(size_t nbytes, int32_t device_index) {
   check_device_index(device_index);
-  auto block = std::make_shared<DeviceBlock>();
+  auto block = std::make_unique<DeviceBlock>();
   block->rounded = round_up(nbytes);
   block->device = device_index;
   block->stream = current_stream(device_index);
   block->pool = t_pool;
-  block->ptr = device_malloc(block->rounded, device_index, block->stream, block->pool);
-  block->view = Storage::borrow(block->ptr, nbytes);
-  return std::shared_ptr<Storage>(block, block->view.get());
+  void* ptr = device_malloc(block->rounded, device_index, block->stream, block->pool);
+  return Storage::adopt(ptr, nbytes, cuda_hooks(), release_device_block, block.release());
 }
 
 std::shared_ptr<Storage> pinned_storage(size_t nbytes) {
   const Runtime& rt = require_runtime();
-  auto block = std::make_shared<PinnedBlock>();
   void* p = nullptr;
   check(rt.host_alloc(&p, nbytes == 0 ? 1 : nbytes, kHostAllocDefault),
         ("cudaHostAlloc of " + std::to_string(nbytes) + " bytes").c_str());
-  block->ptr = p;
-  block->view = Storage::borrow(p, nbytes);
-  return std::shared_ptr<Storage>(block, block->view.get());
+  // Page-locked, but host memory: a CPU tensor's storage.
+  return Storage::adopt(p, nbytes, cpu_hooks(), free_pinned, nullptr);
 }
 
 void* raw_alloc(size_t nbytes) {
@@ -258,19 +222,6 @@ void release_private_pool(uint64_t pool) {
 void empty_cache() {
   const Runtime& rt = runtime();
   if (rt.ok) cache().release_all(rt);
-}
-
-SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
-                        int32_t device_index) {
-  const Geometry g = new_geometry(sizes, strides, ndim, dtype);
-  return SlimTensor(device_storage(g.nbytes, device_index), g.sizes.data(), g.strides.data(), ndim,
-                    0, dtype, device::kCUDA, device_index);
-}
-
-SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype) {
-  const Geometry g = new_geometry(sizes, strides, ndim, dtype);
-  return SlimTensor(pinned_storage(g.nbytes), g.sizes.data(), g.strides.data(), ndim, 0, dtype,
-                    device::kCPU, -1);
 }
 
 bool is_cuda(const SlimTensor& t) { return t.device_type() == device::kCUDA; }
@@ -327,8 +278,8 @@ SlimTensor host_mirror(const SlimTensor& t) {
 }
 
 SlimTensor upload(const SlimTensor& h, int32_t device_index) {
-  SlimTensor d =
-      empty_device(h.sizes().data(), h.strides().data(), h.dim(), h.dtype(), device_index);
+  SlimTensor d = SlimTensor::empty(h.sizes().data(), h.strides().data(), h.dim(), h.dtype(),
+                                   device::kCUDA, device_index);
   const size_t bytes = static_cast<size_t>(span_elements(h)) * h.itemsize();
   memcpy_any(d.data_ptr(), h.data_ptr(), bytes, device_index, true);
   return d;
@@ -351,10 +302,10 @@ void zero(const SlimTensor& t) {
   SlimTensor zeros =
       SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(), device::kCPU, -1);
   std::memset(zeros.data_ptr(), 0, static_cast<size_t>(t.numel()) * t.itemsize());
-  copy_tensor(t, zeros);
+  copy_device(t, zeros);
 }
 
-void copy_tensor(const SlimTensor& dst, const SlimTensor& src) {
+void copy_device(const SlimTensor& dst, const SlimTensor& src) {
   if (dst.sizes() != src.sizes()) throw ShimError("copy between tensors of different sizes");
   if (!is_cuda(dst) && !is_cuda(src)) {
     copy_elements(dst, src);

@@ -1,6 +1,7 @@
 // Per-thread CUDA state (current device, current stream per device), the
 // caching device allocator, pinned host storage, and copies between host and
-// device tensors of any geometry.
+// device tensors of any geometry: what the CUDA device hooks
+// (shims/cuda/cuda_hooks.cpp) hand to the shim core.
 #ifndef SHIMKIT_SHIMS_CUDA_CUDA_CONTEXT_H_
 #define SHIMKIT_SHIMS_CUDA_CUDA_CONTEXT_H_
 
@@ -23,6 +24,9 @@ void set_current_device(int32_t device_index);
 // default stream, what torch's runner uses when given no stream).
 Stream current_stream(int32_t device_index);
 void set_current_stream(int32_t device_index, Stream stream);
+
+// The CUDA device hooks (cuda_hooks.cpp).
+const DeviceHooks& cuda_hooks();
 
 // Device memory for tensors. Freed blocks are cached per (device, stream,
 // rounded size) and reused in stream order on the same stream (cudaFree
@@ -47,24 +51,18 @@ void release_private_pool(uint64_t pool);
 size_t cached_bytes();
 void empty_cache();
 
-// An uninitialised CUDA tensor; strides==nullptr: contiguous.
-SlimTensor empty_device(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype,
-                        int32_t device_index);
-// An uninitialised CPU tensor in pinned memory.
-SlimTensor empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim, int32_t dtype);
-
 bool is_cuda(const SlimTensor& t);
 // Elements from data_ptr() to one past the furthest element (0 if empty).
 int64_t span_elements(const SlimTensor& t);
 // True when the elements exactly fill their span (no gaps, no overlap).
 bool is_dense(const SlimTensor& t);
 
-// dst = src for equal sizes, any devices, strides and dtypes. Same-dtype
-// dense tensors with equal strides copy with one cudaMemcpyAsync on the
-// current stream; anything else goes through host staging. Copies that
-// touch host memory are synchronous; device-to-device copies are stream
-// ordered.
-void copy_tensor(const SlimTensor& dst, const SlimTensor& src);
+// The CUDA hooks' copy (reach it through shimkit::copy_tensor): dst = src
+// for equal sizes, any devices, strides and dtypes. Same-dtype dense tensors
+// with equal strides copy with one cudaMemcpyAsync on the current stream;
+// anything else goes through host staging. Copies that touch host memory are
+// synchronous; device-to-device copies are stream ordered.
+void copy_device(const SlimTensor& dst, const SlimTensor& src);
 
 // A host tensor with t's sizes and strides holding t's values (t itself when
 // t is on the CPU): what host fallbacks of device ops read.

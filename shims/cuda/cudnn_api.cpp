@@ -1,5 +1,8 @@
 #include "shims/cuda/cudnn_api.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "shims/cuda/cuda_api.h"
 
 namespace shimkit {
@@ -33,12 +36,22 @@ CudnnLibrary load_cudnn() {
   bind(lib, "cudnnGetConvolutionForwardWorkspaceSize", &d.get_workspace_size, &missing);
   bind(lib, "cudnnConvolutionForward", &d.convolution_forward, &missing);
   bind(lib, "cudnnAddTensor", &d.add_tensor, &missing);
+  bind(lib, "cudnnTransformTensor", &d.transform_tensor, &missing);
   if (!missing.empty()) {
     d.error = d.library + ": missing " + missing + " (not cuDNN 8/9?)";
     return d;
   }
   d.version = get_version();
   d.ok = true;
+  std::string graph_missing;
+  bind(lib, "cudnnBackendCreateDescriptor", &d.create_descriptor, &graph_missing);
+  bind(lib, "cudnnBackendDestroyDescriptor", &d.destroy_descriptor, &graph_missing);
+  bind(lib, "cudnnBackendFinalize", &d.finalize, &graph_missing);
+  bind(lib, "cudnnBackendSetAttribute", &d.set_attribute, &graph_missing);
+  bind(lib, "cudnnBackendGetAttribute", &d.get_attribute, &graph_missing);
+  bind(lib, "cudnnBackendExecute", &d.execute, &graph_missing);
+  const char* api = std::getenv("SHIMKIT_CUDNN_API");
+  d.graph_ok = graph_missing.empty() && (api == nullptr || std::strcmp(api, "legacy") != 0);
   return d;
 }
 

@@ -1,14 +1,26 @@
-// Forward convolution through cuDNN's legacy API. One "plan" per argument
-// geometry (descriptors, algorithm, workspace size) is cached per thread:
-// building one costs tens of microseconds, a blob runs the same geometry on
-// every call.
+// Forward convolution on cuDNN with a plan per argument geometry, built once
+// per thread and reused for every later call of that geometry.
+//
+// Where an eager convolution's host time goes: building a plan (descriptors,
+// heuristics, an execution plan) costs tens to hundreds of microseconds, and
+// cuDNN 9's legacy cudnnConvolutionForward does part of that work again on
+// every call. So the backend ("graph") API runs first, as torch's own cuDNN
+// convolution does: its finalized execution plan is cached, and a call costs
+// one variant pack (itself reused while the data pointers stay the same) and
+// one cudnnBackendExecute. The legacy API is the fallback when the graph API
+// offers no engine (or SHIMKIT_CUDNN_API=legacy). Neither path synchronises,
+// copies through the host or reaches cudaMalloc once warm (the output and
+// workspace come from the caching allocator), so eager runs stay
+// stream-ordered and CUDA graphs can capture them; tests/cuda counts the
+// calls per convolution against a fake cuDNN.
 #include "shims/cuda/cudnn_conv.h"
 
+#include <array>
 #include <atomic>
 #include <climits>
-#include <map>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +33,17 @@ namespace {
 
 std::atomic<int64_t> g_on_cudnn{0};
 std::atomic<int64_t> g_on_host{0};
+std::atomic<int64_t> g_on_graph{0};
+std::atomic<int64_t> g_plans{0};
 thread_local std::string t_last_fallback;
+
+// -1: not decided yet (SHIMKIT_CUDNN_TF32 decides on first use).
+std::atomic<int> g_tf32{-1};
+
+// Unique ids of the three tensors in a graph plan's variant pack.
+constexpr int64_t kUidX = 'x';
+constexpr int64_t kUidW = 'w';
+constexpr int64_t kUidY = 'y';
 
 // A failed cuDNN call, with what was being done.
 struct CudnnFailure {
@@ -36,77 +58,254 @@ void ok(int status, const char* what) {
 }
 
 // One cuDNN handle per thread and device, kept for the thread's lifetime
-// (destroying it at exit can run after the CUDA context is gone).
-void* cudnn_handle(int32_t device_index) {
-  thread_local std::unordered_map<int32_t, void*> handles;
-  auto it = handles.find(device_index);
-  if (it != handles.end()) return it->second;
+// (destroying it at exit can run after the CUDA context is gone), bound to a
+// stream only when the stream changes.
+struct HandleState {
+  void* handle = nullptr;
+  Stream stream = nullptr;
+  bool bound = false;
+};
+
+HandleState& cudnn_handle(int32_t device_index) {
+  thread_local std::unordered_map<int32_t, HandleState> handles;
+  HandleState& state = handles[device_index];
+  if (state.handle != nullptr) return state;
   const int32_t previous = current_device();
   set_current_device(device_index);
   void* h = nullptr;
   const int status = cudnn_library().create(&h);
   set_current_device(previous);
   ok(status, "cudnnCreate");
-  handles.emplace(device_index, h);
-  return h;
+  state.handle = h;
+  return state;
 }
 
-// Descriptors and the chosen algorithm for one argument geometry.
-struct Plan {
-  void* x = nullptr;
-  void* y = nullptr;
-  void* bias = nullptr;
-  void* w = nullptr;
-  void* conv = nullptr;
-  int algo = 0;
-  size_t workspace = 0;
-
-  Plan() = default;
-  Plan(const Plan&) = delete;
-  Plan& operator=(const Plan&) = delete;
-  ~Plan() {
-    const CudnnLibrary& d = cudnn_library();
-    if (x != nullptr) d.destroy_tensor(x);
-    if (y != nullptr) d.destroy_tensor(y);
-    if (bias != nullptr) d.destroy_tensor(bias);
-    if (w != nullptr) d.destroy_filter(w);
-    if (conv != nullptr) d.destroy_conv(conv);
-  }
-};
-
-// cuDNN takes int dims; false when a value does not fit.
-bool to_ints(const std::vector<int64_t>& in, std::vector<int>* out) {
-  out->clear();
-  for (int64_t v : in) {
-    if (v < 0 || v > INT_MAX) return false;
-    out->push_back(static_cast<int>(v));
-  }
-  return true;
+void bind_stream(HandleState& state, Stream stream) {
+  if (state.bound && state.stream == stream) return;
+  ok(cudnn_library().set_stream(state.handle, stream), "cudnnSetStream");
+  state.stream = stream;
+  state.bound = true;
 }
 
-void* tensor_descriptor(const std::vector<int>& sizes, const std::vector<int>& strides) {
+int cudnn_dtype(int32_t dtype) {
+  switch (dtype) {
+    case dtype::kFloat16:
+      return kCudnnHalf;
+    case dtype::kBFloat16:
+      return kCudnnBfloat16;
+    default:
+      return kCudnnFloat;
+  }
+}
+
+// --- legacy descriptors ---
+
+void* tensor_descriptor(int data_type, const int* sizes, const int* strides, int nd) {
   const CudnnLibrary& d = cudnn_library();
   void* desc = nullptr;
   ok(d.create_tensor(&desc), "cudnnCreateTensorDescriptor");
-  const int status =
-      d.set_tensor(desc, kCudnnFloat, static_cast<int>(sizes.size()), sizes.data(), strides.data());
+  const int status = d.set_tensor(desc, data_type, nd, sizes, strides);
   if (status != kCudnnSuccess) d.destroy_tensor(desc);
   ok(status, "cudnnSetTensorNdDescriptor");
   return desc;
 }
 
-std::unique_ptr<Plan> make_plan(void* handle, const std::vector<int>& x_sizes,
-                                const std::vector<int>& x_strides, const std::vector<int>& w_sizes,
-                                int w_format, const std::vector<int>& y_sizes,
-                                const std::vector<int>& y_strides, const ConvParams& p,
-                                int64_t groups, bool with_bias) {
+struct LegacyTensor {
+  void* desc = nullptr;
+  LegacyTensor() = default;
+  LegacyTensor(const LegacyTensor&) = delete;
+  LegacyTensor& operator=(const LegacyTensor&) = delete;
+  ~LegacyTensor() {
+    if (desc != nullptr) cudnn_library().destroy_tensor(desc);
+  }
+};
+
+// --- backend descriptors ---
+
+class Backend {
+ public:
+  explicit Backend(int type) {
+    ok(cudnn_library().create_descriptor(type, &desc_), "cudnnBackendCreateDescriptor");
+  }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  ~Backend() {
+    if (desc_ != nullptr) cudnn_library().destroy_descriptor(desc_);
+  }
+  void* get() const { return desc_; }
+  Backend& set(int attribute, int type, int64_t count, const void* values) {
+    ok(cudnn_library().set_attribute(desc_, attribute, type, count, values),
+       "cudnnBackendSetAttribute");
+    return *this;
+  }
+  Backend& set(int attribute, void* descriptor) {
+    return set(attribute, kTypeBackendDescriptor, 1, &descriptor);
+  }
+  void finalize(const char* what) { ok(cudnn_library().finalize(desc_), what); }
+
+ private:
+  void* desc_ = nullptr;
+};
+
+// A convolution's tensors as the plan sees them: 4-D sizes and strides of
+// x, w and y, and each pointer's alignment (cuDNN picks engines by it).
+struct ConvArgs {
+  int64_t x_sizes[4], x_strides[4];
+  int64_t w_sizes[4], w_strides[4];
+  int64_t y_sizes[4], y_strides[4];
+  int64_t align[3];
+  int data_type = kCudnnFloat;
+};
+
+std::unique_ptr<Backend> graph_tensor(int64_t uid, int data_type, const int64_t* sizes,
+                                      const int64_t* strides, int64_t align) {
+  auto t = std::make_unique<Backend>(kBackendTensor);
+  t->set(kAttrTensorDataType, kTypeDataType, 1, &data_type)
+      .set(kAttrTensorDimensions, kTypeInt64, 4, sizes)
+      .set(kAttrTensorStrides, kTypeInt64, 4, strides)
+      .set(kAttrTensorUniqueId, kTypeInt64, 1, &uid)
+      .set(kAttrTensorByteAlignment, kTypeInt64, 1, &align);
+  t->finalize("cudnnBackendFinalize(tensor)");
+  return t;
+}
+
+bool true_float32(const Backend& engine) {
+  int notes[16] = {};
+  int64_t count = 0;
+  ok(cudnn_library().get_attribute(engine.get(), kAttrEngineNumericalNote, kTypeNumericalNote, 16,
+                                   &count, notes),
+     "cudnnBackendGetAttribute(numerical notes)");
+  for (int64_t i = 0; i < count && i < 16; ++i) {
+    if (notes[i] == kNoteTensorCore || notes[i] == kNoteDownConvertInputs) return false;
+  }
+  return true;
+}
+
+// Everything a graph plan refers to, kept alive with it.
+struct GraphPlan {
+  std::vector<std::unique_ptr<Backend>> parts;
+  std::unique_ptr<Backend> config;
+  std::unique_ptr<Backend> plan;
+  // The last variant pack and the pointers it binds (x, w, y, workspace).
+  std::unique_ptr<Backend> pack;
+  std::array<void*, 4> pack_pointers{};
+};
+
+// The first engine cuDNN's heuristics rank for this convolution (skipping
+// tensor-core maths for float32 data unless TF32 is allowed) whose execution
+// plan finalizes; throws CudnnFailure when there is none.
+std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, const ConvParams& p,
+                                           bool allow_tf32, size_t* workspace) {
+  auto g = std::make_unique<GraphPlan>();
+  auto& parts = g->parts;
+  parts.push_back(graph_tensor(kUidX, a.data_type, a.x_sizes, a.x_strides, a.align[0]));
+  parts.push_back(graph_tensor(kUidW, a.data_type, a.w_sizes, a.w_strides, a.align[1]));
+  parts.push_back(graph_tensor(kUidY, a.data_type, a.y_sizes, a.y_strides, a.align[2]));
+  void* x = parts[0]->get();
+  void* w = parts[1]->get();
+  void* y = parts[2]->get();
+  auto conv = std::make_unique<Backend>(kBackendConvolution);
+  const int compute = kCudnnFloat;
+  const int mode = kCudnnCrossCorrelation;
+  const int64_t spatial = 2;
+  conv->set(kAttrConvCompType, kTypeDataType, 1, &compute)
+      .set(kAttrConvMode, kTypeConvolutionMode, 1, &mode)
+      .set(kAttrConvSpatialDims, kTypeInt64, 1, &spatial)
+      .set(kAttrConvDilations, kTypeInt64, 2, p.dilation)
+      .set(kAttrConvFilterStrides, kTypeInt64, 2, p.stride)
+      .set(kAttrConvPrePaddings, kTypeInt64, 2, p.padding)
+      .set(kAttrConvPostPaddings, kTypeInt64, 2, p.padding);
+  conv->finalize("cudnnBackendFinalize(convolution)");
+  auto op = std::make_unique<Backend>(kBackendConvForward);
+  const float alpha = 1.0f, beta = 0.0f;
+  op->set(kAttrConvForwardX, x)
+      .set(kAttrConvForwardW, w)
+      .set(kAttrConvForwardY, y)
+      .set(kAttrConvForwardConvDesc, conv->get())
+      .set(kAttrConvForwardAlpha, kTypeFloat, 1, &alpha)
+      .set(kAttrConvForwardBeta, kTypeFloat, 1, &beta);
+  op->finalize("cudnnBackendFinalize(convolution forward)");
+  auto graph = std::make_unique<Backend>(kBackendOperationGraph);
+  graph->set(kAttrOperationGraphHandle, kTypeHandle, 1, &handle)
+      .set(kAttrOperationGraphOps, op->get());
+  graph->finalize("cudnnBackendFinalize(operation graph)");
+  auto heur = std::make_unique<Backend>(kBackendEngineHeur);
+  const int heur_mode = kHeurModeA;
+  heur->set(kAttrEngineHeurOperationGraph, graph->get())
+      .set(kAttrEngineHeurMode, kTypeHeurMode, 1, &heur_mode);
+  heur->finalize("cudnnBackendFinalize(engine heuristics)");
   const CudnnLibrary& d = cudnn_library();
-  auto plan = std::make_unique<Plan>();
-  plan->x = tensor_descriptor(x_sizes, x_strides);
-  plan->y = tensor_descriptor(y_sizes, y_strides);
-  if (with_bias) plan->bias = tensor_descriptor({1, y_sizes[1], 1, 1}, {y_sizes[1], 1, 1, 1});
+  int64_t count = 0;
+  ok(d.get_attribute(heur->get(), kAttrEngineHeurResults, kTypeBackendDescriptor, 0, &count,
+                     nullptr),
+     "cudnnBackendGetAttribute(heuristic results)");
+  count = std::min<int64_t>(count, 16);
+  std::vector<std::unique_ptr<Backend>> configs;
+  std::vector<void*> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    configs.push_back(std::make_unique<Backend>(kBackendEngineCfg));
+    raw.push_back(configs.back()->get());
+  }
+  int64_t returned = 0;
+  if (count > 0) {
+    ok(d.get_attribute(heur->get(), kAttrEngineHeurResults, kTypeBackendDescriptor, count,
+                       &returned, raw.data()),
+       "cudnnBackendGetAttribute(heuristic results)");
+  }
+  const bool strict = a.data_type == kCudnnFloat && !allow_tf32;
+  for (int64_t i = 0; i < returned && i < count; ++i) {
+    Backend engine(kBackendEngine);
+    void* engine_desc = engine.get();
+    int64_t one = 0;
+    ok(d.get_attribute(raw[i], kAttrEngineCfgEngine, kTypeBackendDescriptor, 1, &one, &engine_desc),
+       "cudnnBackendGetAttribute(engine)");
+    if (strict && !true_float32(engine)) continue;
+    auto plan = std::make_unique<Backend>(kBackendExecutionPlan);
+    plan->set(kAttrExecutionPlanHandle, kTypeHandle, 1, &handle)
+        .set(kAttrExecutionPlanEngineConfig, raw[i]);
+    if (d.finalize(plan->get()) != kCudnnSuccess) continue;  // this engine declines: next
+    int64_t bytes = 0;
+    ok(d.get_attribute(plan->get(), kAttrExecutionPlanWorkspaceSize, kTypeInt64, 1, &one, &bytes),
+       "cudnnBackendGetAttribute(workspace size)");
+    *workspace = static_cast<size_t>(bytes < 0 ? 0 : bytes);
+    g->config = std::move(configs[static_cast<size_t>(i)]);
+    g->plan = std::move(plan);
+    parts.push_back(std::move(conv));
+    parts.push_back(std::move(op));
+    parts.push_back(std::move(graph));
+    return g;
+  }
+  throw CudnnFailure{std::string("the cuDNN graph API offers no ") +
+                     (strict ? "true float32 " : "") + "engine for this convolution"};
+}
+
+// The legacy API's descriptors and chosen algorithm.
+struct LegacyPlan {
+  LegacyTensor x, y;
+  void* w = nullptr;
+  void* conv = nullptr;
+  int algo = 0;
+  ~LegacyPlan() {
+    const CudnnLibrary& d = cudnn_library();
+    if (w != nullptr) d.destroy_filter(w);
+    if (conv != nullptr) d.destroy_conv(conv);
+  }
+};
+
+std::vector<int> ints(const int64_t* v, int n) { return std::vector<int>(v, v + n); }
+
+std::unique_ptr<LegacyPlan> make_legacy_plan(void* handle, const ConvArgs& a, int w_format,
+                                             const ConvParams& p, int64_t groups, bool allow_tf32,
+                                             size_t* workspace) {
+  const CudnnLibrary& d = cudnn_library();
+  auto plan = std::make_unique<LegacyPlan>();
+  const std::vector<int> xs = ints(a.x_sizes, 4), xst = ints(a.x_strides, 4);
+  const std::vector<int> ys = ints(a.y_sizes, 4), yst = ints(a.y_strides, 4);
+  const std::vector<int> ws = ints(a.w_sizes, 4);
+  plan->x.desc = tensor_descriptor(a.data_type, xs.data(), xst.data(), 4);
+  plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), 4);
   ok(d.create_filter(&plan->w), "cudnnCreateFilterDescriptor");
-  ok(d.set_filter(plan->w, kCudnnFloat, w_format, 4, w_sizes.data()), "cudnnSetFilterNdDescriptor");
+  ok(d.set_filter(plan->w, a.data_type, w_format, 4, ws.data()), "cudnnSetFilterNdDescriptor");
   ok(d.create_conv(&plan->conv), "cudnnCreateConvolutionDescriptor");
   const int pad[2] = {static_cast<int>(p.padding[0]), static_cast<int>(p.padding[1])};
   const int stride[2] = {static_cast<int>(p.stride[0]), static_cast<int>(p.stride[1])};
@@ -114,40 +313,158 @@ std::unique_ptr<Plan> make_plan(void* handle, const std::vector<int>& x_sizes,
   ok(d.set_conv(plan->conv, 2, pad, stride, dilation, kCudnnCrossCorrelation, kCudnnFloat),
      "cudnnSetConvolutionNdDescriptor");
   ok(d.set_group_count(plan->conv, static_cast<int>(groups)), "cudnnSetConvolutionGroupCount");
-  // Plain float32 arithmetic: the blob was checked against float32 eager.
-  ok(d.set_math_type(plan->conv, kCudnnFmaMath), "cudnnSetConvolutionMathType");
+  // True float32 unless TF32 is allowed (torch's default for cuDNN).
+  const bool strict = a.data_type == kCudnnFloat && !allow_tf32;
+  ok(d.set_math_type(plan->conv, strict ? kCudnnFmaMath : kCudnnTensorOpMath),
+     "cudnnSetConvolutionMathType");
   CudnnFwdAlgoPerf perf[8] = {};
   int returned = 0;
-  ok(d.get_forward_algorithm(handle, plan->x, plan->w, plan->conv, plan->y, 8, &returned, perf),
+  ok(d.get_forward_algorithm(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, 8, &returned,
+                             perf),
      "cudnnGetConvolutionForwardAlgorithm_v7");
   const CudnnFwdAlgoPerf* chosen = nullptr;
   for (int i = 0; i < returned && i < 8; ++i) {
-    // Ranked by cuDNN's heuristics; skip tensor-op (TF32) maths.
+    // Ranked by cuDNN's heuristics; in strict mode skip tensor-op (TF32) maths.
     if (perf[i].status == kCudnnSuccess &&
-        (perf[i].math_type == kCudnnFmaMath || perf[i].math_type == 0)) {
+        (!strict || perf[i].math_type == kCudnnFmaMath || perf[i].math_type == 0)) {
       chosen = &perf[i];
       break;
     }
   }
-  if (chosen == nullptr) throw CudnnFailure{"cuDNN offers no float32 algorithm for this conv"};
+  if (chosen == nullptr) throw CudnnFailure{"cuDNN offers no algorithm for this convolution"};
   plan->algo = chosen->algo;
-  ok(d.get_workspace_size(handle, plan->x, plan->w, plan->conv, plan->y, plan->algo,
-                          &plan->workspace),
+  ok(d.get_workspace_size(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, plan->algo,
+                          workspace),
      "cudnnGetConvolutionForwardWorkspaceSize");
   return plan;
 }
 
-// Strides of a dense tensor in `format`, ignoring dims of size one (their
-// stride is never used).
-bool dense_in(const SlimTensor& t, const std::vector<int64_t>& want) {
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    if (t.sizes()[i] != 1 && t.strides()[i] != want[static_cast<size_t>(i)]) return false;
+// One geometry's plan: graph or legacy, the weight layout it wants, the
+// workspace, and the bias descriptors for cudnnAddTensor.
+struct Plan {
+  std::unique_ptr<GraphPlan> graph;
+  std::unique_ptr<LegacyPlan> legacy;
+  // The weight must first be transformed into these strides (empty: used as it is).
+  bool transform_weight = false;
+  int64_t w_dense_strides[4] = {};
+  LegacyTensor w_given, w_dense;  // descriptors for cudnnTransformTensor
+  size_t workspace = 0;
+  LegacyTensor bias, y;  // for cudnnAddTensor
+};
+
+// The plan cache key: every argument a plan depends on, in a fixed-size array
+// (no allocation per call).
+using Key = std::array<int64_t, 34>;
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+int64_t alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  int64_t a = 16;
+  while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
+  return a;
+}
+
+bool fits_int(const int64_t* v, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (v[i] < 0 || v[i] > INT_MAX) return false;
   }
   return true;
 }
 
-bool all_on(const SlimTensor& t, int32_t device) {
-  return is_cuda(t) && t.device_index() == device && t.dtype() == dtype::kFloat32;
+bool on_device_in(const SlimTensor& t, int32_t device, int32_t dtype) {
+  return is_cuda(t) && t.device_index() == device && t.dtype() == dtype;
+}
+
+bool tf32_allowed() {
+  int v = g_tf32.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("SHIMKIT_CUDNN_TF32");
+    v = env != nullptr && std::strcmp(env, "1") == 0 ? 1 : 0;
+    int expected = -1;
+    g_tf32.compare_exchange_strong(expected, v);
+    v = g_tf32.load();
+  }
+  return v == 1;
+}
+
+std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p, int64_t groups,
+                                bool channels_last, bool with_bias, bool allow_tf32) {
+  const CudnnLibrary& d = cudnn_library();
+  auto plan = std::make_unique<Plan>();
+  // The weight in the output's format (what the legacy filter format and
+  // most engines want): a device-side transform when it is not already.
+  std::vector<int64_t> w_sizes(a.w_sizes, a.w_sizes + 4);
+  const std::vector<int64_t> dense =
+      channels_last ? channels_last_strides(w_sizes) : contiguous_strides(w_sizes);
+  bool w_dense = true;
+  for (int i = 0; i < 4; ++i) w_dense = w_dense && (w_sizes[i] == 1 || a.w_strides[i] == dense[i]);
+  std::string graph_error;
+  if (d.graph_ok) {
+    try {
+      plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, &plan->workspace);
+    } catch (const CudnnFailure& f) {
+      graph_error = f.what;
+    }
+  }
+  if (plan->graph == nullptr && !w_dense) {
+    // Neither graph engines for this weight layout nor the legacy API (whose
+    // filters have a format, not strides) take it as it is.
+    plan->transform_weight = true;
+    const std::vector<int> ws = ints(a.w_sizes, 4), given = ints(a.w_strides, 4);
+    std::copy(dense.begin(), dense.end(), plan->w_dense_strides);
+    const std::vector<int> want = ints(plan->w_dense_strides, 4);
+    plan->w_given.desc = tensor_descriptor(a.data_type, ws.data(), given.data(), 4);
+    plan->w_dense.desc = tensor_descriptor(a.data_type, ws.data(), want.data(), 4);
+    std::copy(dense.begin(), dense.end(), a.w_strides);
+    if (d.graph_ok) {
+      try {
+        plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, &plan->workspace);
+      } catch (const CudnnFailure& f) {
+        graph_error = f.what;
+      }
+    }
+  }
+  if (plan->graph == nullptr) {
+    try {
+      plan->legacy = make_legacy_plan(h.handle, a, channels_last ? kCudnnNhwc : kCudnnNchw, p,
+                                      groups, allow_tf32, &plan->workspace);
+    } catch (const CudnnFailure& f) {
+      throw CudnnFailure{graph_error.empty() ? f.what : graph_error + "; legacy API: " + f.what};
+    }
+  }
+  if (with_bias) {
+    const int bias_sizes[4] = {1, static_cast<int>(a.y_sizes[1]), 1, 1};
+    const int bias_strides[4] = {static_cast<int>(a.y_sizes[1]), 1, 1, 1};
+    const std::vector<int> ys = ints(a.y_sizes, 4), yst = ints(a.y_strides, 4);
+    plan->bias.desc = tensor_descriptor(a.data_type, bias_sizes, bias_strides, 4);
+    plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), 4);
+  }
+  g_plans.fetch_add(1, std::memory_order_relaxed);
+  return plan;
+}
+
+void run_graph_plan(HandleState& h, GraphPlan& g, void* x, void* w, void* y, void* workspace) {
+  const CudnnLibrary& d = cudnn_library();
+  const std::array<void*, 4> pointers = {x, w, y, workspace};
+  if (g.pack == nullptr || g.pack_pointers != pointers) {
+    auto pack = std::make_unique<Backend>(kBackendVariantPack);
+    const int64_t uids[3] = {kUidX, kUidW, kUidY};
+    void* data[3] = {x, w, y};
+    pack->set(kAttrVariantPackUniqueIds, kTypeInt64, 3, uids)
+        .set(kAttrVariantPackDataPointers, kTypeVoidPtr, 3, data)
+        .set(kAttrVariantPackWorkspace, kTypeVoidPtr, 1, &workspace);
+    pack->finalize("cudnnBackendFinalize(variant pack)");
+    g.pack = std::move(pack);
+    g.pack_pointers = pointers;
+  }
+  ok(d.execute(h.handle, g.plan->get(), g.pack->get()), "cudnnBackendExecute");
 }
 
 }  // namespace
@@ -161,7 +478,15 @@ int64_t conv_count(bool on_cudnn) {
   return (on_cudnn ? g_on_cudnn : g_on_host).load(std::memory_order_relaxed);
 }
 
+int64_t conv_graph_count() { return g_on_graph.load(std::memory_order_relaxed); }
+
+int64_t conv_plan_count() { return g_plans.load(std::memory_order_relaxed); }
+
 const std::string& last_conv_fallback() { return t_last_fallback; }
+
+void set_cudnn_tf32(bool allowed) { g_tf32.store(allowed ? 1 : 0); }
+
+bool cudnn_tf32() { return tf32_allowed(); }
 
 bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                        const SlimTensor* bias, const ConvParams& params, int64_t groups,
@@ -171,74 +496,102 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     *why = d.error;
     return false;
   }
-  const ConvShape s = conv_shape(input_in, weight_in, params, groups);
+  const ConvShape s = conv_shape(input_in, weight_in, params, groups, /*half_floats=*/true);
   const int32_t device = input_in.device_index();
-  if (!all_on(input_in, device) || !all_on(weight_in, device) ||
-      (bias != nullptr && !all_on(*bias, device))) {
-    *why = "tensors are not all float32 on one CUDA device";
+  const int32_t dtype = input_in.dtype();
+  if (!on_device_in(input_in, device, dtype) || !on_device_in(weight_in, device, dtype) ||
+      (bias != nullptr && !on_device_in(*bias, device, dtype))) {
+    *why = "tensors are not all of one dtype on one CUDA device";
     return false;
   }
   if (bias != nullptr) {
-    check_conv_bias(*bias, s.oc);
+    check_conv_bias(*bias, s.oc, dtype);
     if (s.oc > 1 && bias->strides()[0] != 1) {
       *why = "bias is not contiguous";
       return false;
     }
   }
   const SlimTensor x = lift_conv_1d(input_in);
-  SlimTensor w = lift_conv_1d(weight_in);
-  // cuDNN filters have a format, not strides: bring the weight into the
-  // output's format if it is not dense in it already (a stream-ordered copy).
-  const std::vector<int64_t> w_sizes(w.sizes().begin(), w.sizes().end());
-  const std::vector<int64_t> w_want =
-      s.channels_last ? channels_last_strides(w_sizes) : contiguous_strides(w_sizes);
-  if (!dense_in(w, w_want)) {
-    SlimTensor dense = empty_device(w_sizes.data(), w_want.data(), 4, dtype::kFloat32, device);
-    copy_tensor(dense, w);
-    w = dense;
+  const SlimTensor w = lift_conv_1d(weight_in);
+  SlimTensor y =
+      SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), 4, dtype, device::kCUDA, device);
+  ConvArgs a;
+  for (int i = 0; i < 4; ++i) {
+    a.x_sizes[i] = x.sizes()[i];
+    a.x_strides[i] = x.strides()[i];
+    a.w_sizes[i] = w.sizes()[i];
+    a.w_strides[i] = w.strides()[i];
+    a.y_sizes[i] = s.out_sizes[i];
+    a.y_strides[i] = s.out_strides[i];
   }
-  std::vector<int> xs, xst, ws, ys, yst;
-  const std::vector<int64_t> x_sizes(x.sizes().begin(), x.sizes().end());
-  const std::vector<int64_t> x_strides(x.strides().begin(), x.strides().end());
-  if (!to_ints(x_sizes, &xs) || !to_ints(x_strides, &xst) || !to_ints(w_sizes, &ws) ||
-      !to_ints(s.out_sizes, &ys) || !to_ints(s.out_strides, &yst) || groups > INT_MAX ||
-      params.padding[0] > INT_MAX || params.padding[1] > INT_MAX || params.stride[0] > INT_MAX ||
-      params.stride[1] > INT_MAX || params.dilation[0] > INT_MAX || params.dilation[1] > INT_MAX) {
+  a.align[0] = alignment(x.data_ptr());
+  a.align[1] = alignment(w.data_ptr());
+  a.align[2] = alignment(y.data_ptr());
+  a.data_type = cudnn_dtype(dtype);
+  if (!fits_int(a.x_sizes, 4) || !fits_int(a.x_strides, 4) || !fits_int(a.w_sizes, 4) ||
+      !fits_int(a.w_strides, 4) || !fits_int(a.y_sizes, 4) || !fits_int(a.y_strides, 4) ||
+      groups > INT_MAX || !fits_int(params.padding, 2) || !fits_int(params.stride, 2) ||
+      !fits_int(params.dilation, 2)) {
     *why = "a size or stride does not fit cuDNN's int";
     return false;
   }
-  const int w_format = s.channels_last ? kCudnnNhwc : kCudnnNchw;
-  std::vector<int64_t> key = {device, w_format, groups, bias != nullptr ? 1 : 0};
-  key.insert(key.end(), x_sizes.begin(), x_sizes.end());
-  key.insert(key.end(), x_strides.begin(), x_strides.end());
-  key.insert(key.end(), w_sizes.begin(), w_sizes.end());
-  for (int i = 0; i < 2; ++i) {
-    key.insert(key.end(), {params.stride[i], params.padding[i], params.dilation[i]});
+  const bool allow_tf32 = tf32_allowed();
+  Key key{};
+  size_t k = 0;
+  for (int64_t v : {int64_t{device}, int64_t{a.data_type}, int64_t{allow_tf32}, groups,
+                    int64_t{bias != nullptr}, a.align[0], a.align[1], a.align[2]}) {
+    key[k++] = v;
   }
-  thread_local std::map<std::vector<int64_t>, std::unique_ptr<Plan>> plans;
+  for (int i = 0; i < 4; ++i) {
+    key[k++] = a.x_sizes[i];
+    key[k++] = a.x_strides[i];
+    key[k++] = a.w_sizes[i];
+    key[k++] = a.w_strides[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    key[k++] = params.stride[i];
+    key[k++] = params.padding[i];
+    key[k++] = params.dilation[i];
+  }
+  thread_local std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans;
   try {
-    void* handle = cudnn_handle(device);
+    HandleState& h = cudnn_handle(device);
     auto it = plans.find(key);
     if (it == plans.end()) {
       if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries
       it = plans
-               .emplace(key, make_plan(handle, xs, xst, ws, w_format, ys, yst, params, groups,
-                                       bias != nullptr))
+               .emplace(key, make_plan(h, a, params, groups, s.channels_last, bias != nullptr,
+                                       allow_tf32))
                .first;
     }
-    const Plan& plan = *it->second;
-    SlimTensor y =
-        empty_device(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32, device);
+    Plan& plan = *it->second;
+    bind_stream(h, current_stream(device));
+    const float one = 1.0f, zero = 0.0f;
+    void* w_data = w.data_ptr();
+    SlimTensor w_dense;
+    if (plan.transform_weight) {
+      w_dense = SlimTensor::empty(w.sizes().data(), plan.w_dense_strides, 4, dtype, device::kCUDA,
+                                  device);
+      ok(d.transform_tensor(h.handle, &one, plan.w_given.desc, w_data, &zero, plan.w_dense.desc,
+                            w_dense.data_ptr()),
+         "cudnnTransformTensor");
+      w_data = w_dense.data_ptr();
+    }
     std::shared_ptr<Storage> workspace;
     if (plan.workspace > 0) workspace = device_storage(plan.workspace, device);
-    ok(d.set_stream(handle, current_stream(device)), "cudnnSetStream");
-    const float one = 1.0f, zero = 0.0f;
-    ok(d.convolution_forward(handle, &one, plan.x, x.data_ptr(), plan.w, w.data_ptr(), plan.conv,
-                             plan.algo, workspace ? workspace->data() : nullptr, plan.workspace,
-                             &zero, plan.y, y.data_ptr()),
-       "cudnnConvolutionForward");
+    void* ws = workspace ? workspace->data() : nullptr;
+    if (plan.graph != nullptr) {
+      run_graph_plan(h, *plan.graph, x.data_ptr(), w_data, y.data_ptr(), ws);
+      g_on_graph.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const LegacyPlan& l = *plan.legacy;
+      ok(d.convolution_forward(h.handle, &one, l.x.desc, x.data_ptr(), l.w, w_data, l.conv, l.algo,
+                               ws, plan.workspace, &zero, l.y.desc, y.data_ptr()),
+         "cudnnConvolutionForward");
+    }
     if (bias != nullptr) {
-      ok(d.add_tensor(handle, &one, plan.bias, bias->data_ptr(), &one, plan.y, y.data_ptr()),
+      ok(d.add_tensor(h.handle, &one, plan.bias.desc, bias->data_ptr(), &one, plan.y.desc,
+                      y.data_ptr()),
          "cudnnAddTensor");
     }
     *out = conv_output_view(y, s);

@@ -14,8 +14,9 @@
 namespace shimkit {
 namespace cuda {
 
-// Runs `input` (x) weight (+ bias) on cuDNN in float32 (no TF32), into a new
-// device tensor in ATen's output geometry (conv_geometry.h). Returns false,
+// Runs `input` (x) weight (+ bias) on cuDNN (float32, float16 or bfloat16
+// data, float32 arithmetic; no TF32 unless allowed), into a new device tensor
+// in ATen's output geometry (conv_geometry.h). Returns false,
 // with `why` set, when cuDNN is unavailable or refuses these tensors (any
 // cuDNN status but success): the caller then runs the host path, which
 // recomputes the whole output. Throws ShimError on invalid arguments.
@@ -27,6 +28,16 @@ bool cudnn_convolution(const SlimTensor& input, const SlimTensor& weight, const 
 void count_conv(bool on_cudnn, const std::string& why);
 int64_t conv_count(bool on_cudnn);
 const std::string& last_conv_fallback();
+// Of those on cuDNN, how many ran through the graph API (the rest: legacy);
+// and how many plans were built (once per thread and geometry).
+int64_t conv_graph_count();
+int64_t conv_plan_count();
+
+// Whether float32 convolutions may use TF32 tensor cores (torch's default
+// for cuDNN; shimkit's default is true float32). SHIMKIT_CUDNN_TF32=1 turns
+// it on at start; plans are keyed by it, so changing it takes effect at once.
+void set_cudnn_tf32(bool allowed);
+bool cudnn_tf32();
 
 }  // namespace cuda
 }  // namespace shimkit

@@ -95,7 +95,7 @@ const float* ones_vector(int32_t device, int64_t n) {
     const int64_t st = 1;
     SlimTensor h(Storage::borrow(host.data(), host.size() * sizeof(float)), &size, &st, 1, 0,
                  dtype::kFloat32, device::kCPU, -1);
-    SlimTensor d = empty_device(&size, nullptr, 1, dtype::kFloat32, device);
+    SlimTensor d = SlimTensor::empty(&size, nullptr, 1, dtype::kFloat32, device::kCUDA, device);
     copy_tensor(d, h);
     ones.tensor = d;
     ones.size = size;
@@ -111,6 +111,29 @@ uint32_t alignment(const void* p) {
   while (a > 1 && v % a != 0) a /= 2;
   return a;
 }
+
+// cuBLASLt's data type for a slim dtype, or -1 when it has none here.
+int lt_data_type(int32_t dtype) {
+  switch (dtype) {
+    case dtype::kFloat32:
+      return kLtR32F;
+    case dtype::kFloat16:
+      return kLtR16F;
+    case dtype::kBFloat16:
+      return kLtR16BF;
+    default:
+      return -1;
+  }
+}
+
+// A product's geometry as cuBLASLt sees it: sizes, operands, data type and,
+// for a strided batch, the count and each matrix's batch stride.
+struct LtShape {
+  int64_t m = 0, n = 0, k = 0;
+  Operand oa, ob, oc;
+  int data_type = kLtR32F;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
 
 // Descriptors, layouts and the algorithm cuBLASLt chose for one geometry.
 struct LtPlan {
@@ -135,24 +158,38 @@ struct LtPlan {
   }
 };
 
+// A layout of `rows` x `cols` (column-major, leading dimension `ld`), batched
+// when the shape is; false when cuBLASLt refuses it.
+bool make_layout(void** layout, const LtShape& s, uint64_t rows, uint64_t cols, int64_t ld,
+                 int64_t batch_stride) {
+  const LtLibrary& lt = lt_library();
+  if (lt.layout_create(layout, s.data_type, rows, cols, ld) != 0) return false;
+  if (s.batch == 1) return true;
+  const auto count = static_cast<int32_t>(s.batch);
+  return lt.layout_set(*layout, kLtLayoutBatchCount, &count, sizeof count) == 0 &&
+         lt.layout_set(*layout, kLtLayoutBatchStride, &batch_stride, sizeof batch_stride) == 0;
+}
+
 // Builds the plan; `ok` stays false when cuBLASLt declines the geometry.
-std::unique_ptr<LtPlan> make_lt_plan(void* handle, int64_t m, int64_t n, int64_t k,
-                                     const Operand& oa, const Operand& ob, const Operand& oc,
-                                     const uint32_t align[4], bool with_bias) {
+std::unique_ptr<LtPlan> make_lt_plan(void* handle, const LtShape& s, const uint32_t align[4],
+                                     bool with_bias) {
   const LtLibrary& lt = lt_library();
   auto plan = std::make_unique<LtPlan>();
+  // float32 arithmetic and scalars for every data type (no TF32).
   if (lt.desc_create(&plan->desc, kLtCompute32F, kLtR32F) != 0) return plan;
+  const Operand &oa = s.oa, &ob = s.ob, &oc = s.oc;
   const int32_t trans_a = ob.op, trans_b = oa.op;
   const uint32_t epilogue = with_bias ? kLtEpilogueBias : kLtEpilogueDefault;
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const int64_t m = s.m, n = s.n, k = s.k;
   if (lt.desc_set(plan->desc, kLtDescTransA, &trans_a, sizeof trans_a) != 0 ||
       lt.desc_set(plan->desc, kLtDescTransB, &trans_b, sizeof trans_b) != 0 ||
       lt.desc_set(plan->desc, kLtDescEpilogue, &epilogue, sizeof epilogue) != 0 ||
-      lt.layout_create(&plan->a, kLtR32F, ob.op == kOpN ? u(n) : u(k), ob.op == kOpN ? u(k) : u(n),
-                       ob.ld) != 0 ||
-      lt.layout_create(&plan->b, kLtR32F, oa.op == kOpN ? u(k) : u(m), oa.op == kOpN ? u(m) : u(k),
-                       oa.ld) != 0 ||
-      lt.layout_create(&plan->c, kLtR32F, u(n), u(m), oc.ld) != 0) {
+      !make_layout(&plan->a, s, ob.op == kOpN ? u(n) : u(k), ob.op == kOpN ? u(k) : u(n), ob.ld,
+                   s.stride_b) ||
+      !make_layout(&plan->b, s, oa.op == kOpN ? u(k) : u(m), oa.op == kOpN ? u(m) : u(k), oa.ld,
+                   s.stride_a) ||
+      !make_layout(&plan->c, s, u(n), u(m), oc.ld, s.stride_c)) {
     return plan;
   }
   void* pref = nullptr;
@@ -218,32 +255,31 @@ void autotune(LtPlan& plan, Stream stream, Run&& run) {
   plan.algo = plan.candidates[best_index];
 }
 
-// The GEMM on cuBLASLt, bias in its epilogue. false: cuBLASLt unavailable or
-// declining (nothing was launched).
+// The product (batched if `s` is) on cuBLASLt, bias in its epilogue (of out's
+// data type). false: cuBLASLt unavailable or declining (nothing launched).
 bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const SlimTensor& b,
-             const Operand& oa, const Operand& ob, const Operand& oc, float alpha, float beta,
-             const float* bias) {
+             const LtShape& s, float alpha, float beta, const void* bias) {
   const LtLibrary& lt = lt_library();
-  if (!lt.ok) return false;
+  if (!lt.ok || s.data_type < 0) return false;
   const int32_t device = out.device_index();
   if (ctx.lt == nullptr && lt.create(&ctx.lt) != 0) {
     ctx.lt = nullptr;
     return false;
   }
-  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
   const uint32_t align[4] = {alignment(b.data_ptr()), alignment(a.data_ptr()),
                              alignment(out.data_ptr()), alignment(out.data_ptr())};
   if (bias != nullptr && alignment(bias) < 16) return false;
   // A fixed-size key: no allocation on the per-call lookup.
-  using Key = std::array<int64_t, 13>;
-  const Key key = {device,          m,        n,        k,       oa.op, ob.op, oa.ld, ob.ld, oc.ld,
-                   bias != nullptr, align[0], align[1], align[2]};
+  using Key = std::array<int64_t, 18>;
+  const Key key = {device,   s.m,        s.n,        s.k,        s.oa.op,
+                   s.ob.op,  s.oa.ld,    s.ob.ld,    s.oc.ld,    s.data_type,
+                   s.batch,  s.stride_a, s.stride_b, s.stride_c, bias != nullptr,
+                   align[0], align[1],   align[2]};
   thread_local std::map<Key, std::unique_ptr<LtPlan>> plans;
   auto it = plans.find(key);
   if (it == plans.end()) {
     if (plans.size() >= 256) plans.clear();  // a blob has a handful of geometries
-    it =
-        plans.emplace(key, make_lt_plan(ctx.lt, m, n, k, oa, ob, oc, align, bias != nullptr)).first;
+    it = plans.emplace(key, make_lt_plan(ctx.lt, s, align, bias != nullptr)).first;
   }
   LtPlan& plan = *it->second;
   if (!plan.ok) return false;
@@ -289,39 +325,70 @@ void check_blas(int status, const char* what) {
 void* blas_handle(int32_t device_index) { return context(device_index).handle; }
 
 bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float alpha, float beta,
-          const float* bias, float bias_scale) {
-  const int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
-  const Operand oa = operand(m, k, a.strides()[0], a.strides()[1]);
-  const Operand ob = operand(k, n, b.strides()[0], b.strides()[1]);
-  const Operand oc = operand(m, n, out.strides()[0], out.strides()[1]);
-  if (!oa.ok || !ob.ok || !oc.ok || oc.op != kOpN) return false;
-  if (m == 0 || n == 0) return true;
+          const void* bias, float bias_scale) {
+  LtShape s;
+  s.m = a.sizes()[0], s.k = a.sizes()[1], s.n = b.sizes()[1];
+  s.oa = operand(s.m, s.k, a.strides()[0], a.strides()[1]);
+  s.ob = operand(s.k, s.n, b.strides()[0], b.strides()[1]);
+  s.oc = operand(s.m, s.n, out.strides()[0], out.strides()[1]);
+  s.data_type = lt_data_type(out.dtype());
+  if (!s.oa.ok || !s.ob.ok || !s.oc.ok || s.oc.op != kOpN || s.data_type < 0) return false;
+  if (s.m == 0 || s.n == 0) return true;
   const int32_t device = out.device_index();
   BlasContext& ctx = context(device);
-  if ((bias == nullptr || bias_scale == 1.0f) &&
-      lt_gemm(ctx, out, a, b, oa, ob, oc, alpha, beta, bias)) {
+  if ((bias == nullptr || bias_scale == 1.0f) && lt_gemm(ctx, out, a, b, s, alpha, beta, bias)) {
     g_on_lt.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
+  if (out.dtype() != dtype::kFloat32) return false;  // legacy cuBLAS here is float32 only
   const BlasLibrary& blas = blas_library();
+  const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
   float main_beta = beta;
   if (bias != nullptr) {
     // out = bias_scale * bias broadcast over rows + beta * out: the rank-1
     // product bias[N,1] x ones[1,M]; the main product then accumulates.
-    const float* ones = ones_vector(device, m);
-    check_blas(blas.sgemm(ctx.handle, kOpN, kOpN, static_cast<int>(n), static_cast<int>(m), 1,
-                          &bias_scale, bias, static_cast<int>(n), ones, 1, &beta,
-                          static_cast<float*>(out.data_ptr()), oc.ld),
-               "cublasSgemm (bias)");
+    const float* ones = ones_vector(device, s.m);
+    check_blas(
+        blas.sgemm(ctx.handle, kOpN, kOpN, n, m, 1, &bias_scale, static_cast<const float*>(bias), n,
+                   ones, 1, &beta, static_cast<float*>(out.data_ptr()), s.oc.ld),
+        "cublasSgemm (bias)");
     main_beta = 1.0f;
   }
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees each
   // row-major matrix as its transpose, so the operands swap.
-  check_blas(blas.sgemm(ctx.handle, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m),
-                        static_cast<int>(k), &alpha, static_cast<const float*>(b.data_ptr()), ob.ld,
-                        static_cast<const float*>(a.data_ptr()), oa.ld, &main_beta,
-                        static_cast<float*>(out.data_ptr()), oc.ld),
+  check_blas(blas.sgemm(ctx.handle, s.ob.op, s.oa.op, n, m, k, &alpha,
+                        static_cast<const float*>(b.data_ptr()), s.ob.ld,
+                        static_cast<const float*>(a.data_ptr()), s.oa.ld, &main_beta,
+                        static_cast<float*>(out.data_ptr()), s.oc.ld),
              "cublasSgemm");
+  g_on_cublas.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool bmm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b) {
+  LtShape s;
+  s.batch = a.sizes()[0], s.m = a.sizes()[1], s.k = a.sizes()[2], s.n = b.sizes()[2];
+  s.oa = operand(s.m, s.k, a.strides()[1], a.strides()[2]);
+  s.ob = operand(s.k, s.n, b.strides()[1], b.strides()[2]);
+  s.oc = operand(s.m, s.n, out.strides()[1], out.strides()[2]);
+  s.stride_a = a.strides()[0], s.stride_b = b.strides()[0], s.stride_c = out.strides()[0];
+  s.data_type = lt_data_type(out.dtype());
+  if (!s.oa.ok || !s.ob.ok || !s.oc.ok || s.oc.op != kOpN || s.data_type < 0) return false;
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return true;
+  BlasContext& ctx = context(out.device_index());
+  if (lt_gemm(ctx, out, a, b, s, 1.0f, 0.0f, nullptr)) {
+    g_on_lt.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (out.dtype() != dtype::kFloat32) return false;
+  const float one = 1.0f, zero = 0.0f;
+  check_blas(
+      blas_library().sgemm_strided_batched(
+          ctx.handle, s.ob.op, s.oa.op, static_cast<int>(s.n), static_cast<int>(s.m),
+          static_cast<int>(s.k), &one, static_cast<const float*>(b.data_ptr()), s.ob.ld, s.stride_b,
+          static_cast<const float*>(a.data_ptr()), s.oa.ld, s.stride_a, &zero,
+          static_cast<float*>(out.data_ptr()), s.oc.ld, s.stride_c, static_cast<int>(s.batch)),
+      "cublasSgemmStridedBatched");
   g_on_cublas.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

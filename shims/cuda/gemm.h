@@ -1,7 +1,8 @@
-// float32 GEMMs on the GPU for the CUDA fallback ops (mm, addmm, bmm):
-// cuBLASLt first (better kernels for small-batch shapes, bias folded into
-// the GEMM), legacy cuBLAS when cuBLASLt is absent or declines; both
-// dlopen'd. Row-major tensors are handled by the transpose trick: cuBLAS
+// GEMMs on the GPU for the CUDA fallback ops (mm, addmm, bmm): float32,
+// float16 and bfloat16 data with float32 arithmetic on cuBLASLt first
+// (better kernels for small-batch shapes, bias folded into the GEMM, strided
+// batches), legacy cuBLAS for float32 when cuBLASLt is absent or declines;
+// both dlopen'd. Row-major tensors are handled by the transpose trick: cuBLAS
 // computes the column-major C^T = B^T A^T, which is row-major C.
 #ifndef SHIMKIT_SHIMS_CUDA_GEMM_H_
 #define SHIMKIT_SHIMS_CUDA_GEMM_H_
@@ -33,11 +34,15 @@ void check_blas(int status, const char* what);
 void* blas_handle(int32_t device_index);
 
 // out[M,N] = alpha * a[M,K] @ b[K,N] + beta * out + bias_scale * bias[N]
-// (broadcast over rows; no bias when `bias` is null); float32 matrices on
-// out's device. Returns false, with nothing done, when a layout is not one
-// cuBLAS reads in place.
+// (broadcast over rows; no bias when `bias` is null; the bias has out's
+// dtype); matrices of one dtype (float32, float16, bfloat16) on out's device.
+// Returns false, with nothing done, when a layout is not one cuBLAS reads in
+// place, or no library takes the dtype.
 bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float alpha, float beta,
-          const float* bias = nullptr, float bias_scale = 1.0f);
+          const void* bias = nullptr, float bias_scale = 1.0f);
+
+// out[B,M,N] = a[B,M,K] @ b[B,K,N] (strided batch), like gemm otherwise.
+bool bmm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b);
 
 // How many GEMMs ran on cuBLASLt and on legacy cuBLAS (process-wide).
 int64_t gemm_count(bool on_lt);

@@ -1,11 +1,13 @@
-// Slim CUDA shims, part 2: the CUDA fallback ops. float32 mm/addmm/bmm run on
-// the device through cuBLAS (dlopen'd), float32 convolution through cuDNN
-// (cudnn_conv.h) when present; other dtypes and layouts cuBLAS or cuDNN
-// cannot take, transposed convolution, topk and sort run on the host through
-// the CPU shims, with the results uploaded in the geometry the CPU op chose
-// (ATen's memory-format rules, channels_last included).
+// Slim CUDA shims, part 2: the CUDA fallback ops. mm/addmm/bmm (float32,
+// float16, bfloat16) run on the device through cuBLAS(Lt) (dlopen'd), and
+// convolution through cuDNN (cudnn_conv.h) when present; other dtypes and
+// layouts cuBLAS or cuDNN cannot take, transposed convolution, topk and sort
+// run on the host through the CPU shims, with the results uploaded in the
+// geometry the CPU op chose (ATen's memory-format rules, channels_last
+// included).
 #include <cstdio>
 #include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,8 +33,17 @@ using shimkit::to_handle;
 
 namespace {
 
-bool is_f32_cuda(const SlimTensor& t) {
-  return t.defined() && cu::is_cuda(t) && t.dtype() == shimkit::dtype::kFloat32;
+// Operands a cuBLAS(Lt) product takes: CUDA tensors of one floating dtype.
+bool gemm_operands(std::initializer_list<const SlimTensor*> ts) {
+  const int32_t dtype = (*ts.begin())->dtype();
+  if (dtype != shimkit::dtype::kFloat32 && dtype != shimkit::dtype::kFloat16 &&
+      dtype != shimkit::dtype::kBFloat16) {
+    return false;
+  }
+  for (const SlimTensor* t : ts) {
+    if (!t->defined() || !cu::is_cuda(*t) || t->dtype() != dtype) return false;
+  }
+  return true;
 }
 
 void require_same_device(const SlimTensor& a, const SlimTensor& b, const char* what) {
@@ -54,7 +65,7 @@ void on_host_into(const SlimTensor& out, std::vector<const SlimTensor*> inputs, 
   mirrors.reserve(inputs.size());
   for (const SlimTensor* t : inputs) mirrors.push_back(cu::host_mirror(*t));
   if (cpu_op(hout, mirrors) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
-  cu::copy_tensor(out, hout);
+  shimkit::copy_tensor(out, hout);
 }
 
 AtenTensorHandle borrow_handle(SlimTensor& t) { return reinterpret_cast<AtenTensorHandle>(&t); }
@@ -121,9 +132,7 @@ AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle sel
         o.sizes()[1] != b.sizes()[1]) {
       throw ShimError("mm: shapes do not match");
     }
-    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && cu::gemm(o, a, b, 1.0f, 0.0f)) {
-      return;
-    }
+    if (gemm_operands({&o, &a, &b}) && cu::gemm(o, a, b, 1.0f, 0.0f)) return;
     on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
       return aoti_torch_cpu_mm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
     });
@@ -148,25 +157,26 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
     if (a.sizes()[1] != b.sizes()[0] || o.sizes()[0] != m || o.sizes()[1] != n) {
       throw ShimError("addmm: shapes do not match");
     }
-    const bool f32 = is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && is_f32_cuda(bias);
+    const bool on_blas = gemm_operands({&o, &a, &b, &bias});
     // Bias as a row vector [N] / [1, N] (contiguous) or a full [M, N] matrix.
     const bool row_bias =
         (bias.dim() == 1 && bias.sizes()[0] == n && (n <= 1 || bias.strides()[0] == 1)) ||
         (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
          (n <= 1 || bias.strides()[1] == 1));
     const bool full_bias = bias.dim() == 2 && bias.sizes()[0] == m && bias.sizes()[1] == n;
-    if (f32 && m > 0 && n > 0) {
+    if (on_blas && m > 0 && n > 0) {
       const auto alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
       if (row_bias && beta != 0.0) {
         // cuBLASLt folds the bias into the GEMM (when beta is 1); legacy
         // cuBLAS broadcasts it with a rank-1 product first.
-        if (cu::gemm(o, a, b, alpha_f, 0.0f, static_cast<const float*>(bias.data_ptr()), beta_f)) {
+        if (cu::gemm(o, a, b, alpha_f, 0.0f, bias.data_ptr(), beta_f)) {
           return;
         }
       } else if (full_bias || beta == 0.0) {
         const cu::Operand oc = cu::operand(m, n, o.strides()[0], o.strides()[1]);
         if (oc.ok && oc.op == cu::kOpN) {
-          if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr()) cu::copy_tensor(o, bias);
+          if (full_bias && beta != 0.0 && bias.data_ptr() != o.data_ptr())
+            shimkit::copy_tensor(o, bias);
           if (cu::gemm(o, a, b, alpha_f, beta == 0.0 ? 0.0f : beta_f)) return;
         }
       }
@@ -192,25 +202,7 @@ AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle se
         o.sizes()[2] != n) {
       throw ShimError("bmm: shapes do not match");
     }
-    if (is_f32_cuda(a) && is_f32_cuda(b) && is_f32_cuda(o) && batch > 0 && m > 0 && n > 0) {
-      const cu::Operand oa = cu::operand(m, k, a.strides()[1], a.strides()[2]);
-      const cu::Operand ob = cu::operand(k, n, b.strides()[1], b.strides()[2]);
-      const cu::Operand oc = cu::operand(m, n, o.strides()[1], o.strides()[2]);
-      if (oa.ok && ob.ok && oc.ok && oc.op == cu::kOpN) {
-        const int32_t device = o.device_index();
-        void* h = cu::blas_handle(device);
-        const cu::BlasLibrary& blas = cu::blas_library();
-        const float one = 1.0f, zero = 0.0f;
-        cu::check_blas(
-            blas.sgemm_strided_batched(
-                h, ob.op, oa.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                &one, static_cast<const float*>(b.data_ptr()), ob.ld, b.strides()[0],
-                static_cast<const float*>(a.data_ptr()), oa.ld, a.strides()[0], &zero,
-                static_cast<float*>(o.data_ptr()), oc.ld, o.strides()[0], static_cast<int>(batch)),
-            "cublasSgemmStridedBatched");
-        return;
-      }
-    }
+    if (gemm_operands({&o, &a, &b}) && cu::bmm(o, a, b)) return;
     on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
       return aoti_torch_cpu_bmm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
     });
@@ -271,6 +263,15 @@ void shimkit_cuda_conv_counts(int64_t* on_cudnn, int64_t* on_host) {
 
 const char* shimkit_cuda_conv_last_fallback(void) { return cu::last_conv_fallback().c_str(); }
 
+void shimkit_cuda_conv_api_counts(int64_t* on_graph_api, int64_t* plans_built) {
+  if (on_graph_api != nullptr) *on_graph_api = cu::conv_graph_count();
+  if (plans_built != nullptr) *plans_built = cu::conv_plan_count();
+}
+
+int32_t shimkit_cuda_cudnn_tf32(void) { return cu::cudnn_tf32() ? 1 : 0; }
+
+void shimkit_cuda_set_cudnn_tf32(int32_t allowed) { cu::set_cudnn_tf32(allowed != 0); }
+
 void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
   if (on_cublaslt != nullptr) *on_cublaslt = cu::gemm_count(true);
   if (on_cublas != nullptr) *on_cublas = cu::gemm_count(false);
@@ -279,7 +280,8 @@ void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
 const char* shimkit_cuda_cudnn_info(void) {
   static const std::string info = [] {
     const cu::CudnnLibrary& d = cu::cudnn_library();
-    return d.ok ? "cuDNN " + std::to_string(d.version) + " (" + d.library + ")"
+    return d.ok ? "cuDNN " + std::to_string(d.version) + " (" + d.library + "), " +
+                      (d.graph_ok ? "graph API" : "legacy API only")
                 : "unavailable: " + d.error;
   }();
   return info.c_str();

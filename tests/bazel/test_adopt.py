@@ -342,7 +342,7 @@ def test_second_build_elsewhere_is_all_cache_hits(proof: Proof) -> None:
     if proof.bazel.mode == "workspace":
         genrules = [s for s in spawns if s.mnemonic == "Genrule"]
         generated = {o.rsplit("/", 1)[-1] for s in genrules for o in s.outputs}
-        assert {"cuda_shims.lds", "shim_core_host.inc"} <= generated, generated
+        assert "cuda_shims.lds" in generated, generated
 
 
 @pytest.mark.slow

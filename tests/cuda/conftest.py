@@ -1,16 +1,61 @@
-"""Builds of the slim CUDA libraries shared by the tests (no GPU needed)."""
+"""Builds shared by the CUDA tests (no GPU needed): the slim CUDA libraries, the fake
+CUDA libraries (tests/cuda/fake) and a fake CUDA blob."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from shimkit.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
+FAKE = Path(__file__).resolve().parent / "fake"
+FAKE_LIBRARIES = ("fake_cudart", "fake_cublas", "fake_cublaslt", "fake_cudnn")
 sys.path.insert(0, str(ROOT / "tools" / "gpu"))
 
 import build_cuda_libs  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The fake CUDA runtime, cuBLAS, cuBLASLt and cuDNN (see tests/cuda/fake)."""
+    out = tmp_path_factory.mktemp("fake-cuda")
+    built = {}
+    for name in FAKE_LIBRARIES:
+        built[name] = out / f"{name}.so"
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-O1", str(FAKE / f"{name}.c"), "-o", str(built[name])],
+            check=True,
+        )
+    return built
+
+
+def fake_env(fakes: dict[str, Path]) -> dict[str, str]:
+    """The environment that makes the slim CUDA shims open the fakes."""
+    return {
+        "SHIMKIT_CUDART": str(fakes["fake_cudart"]),
+        "SHIMKIT_CUBLAS": str(fakes["fake_cublas"]),
+        "SHIMKIT_CUBLASLT": str(fakes["fake_cublaslt"]),
+        "SHIMKIT_CUDNN": str(fakes["fake_cudnn"]),
+    }
+
+
+@pytest.fixture(scope="session")
+def fake_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in CUDA blob through the prefixed shims: one input x [N, N], out = x @ x."""
+    out = tmp_path_factory.mktemp("fake-blob")
+    config = load_config()
+    template = (FAKE / "fake_cuda_blob.c.in").read_text()
+    source = out / "blob.c"
+    source.write_text(re.sub(r"PREFIX\((\w+)\)", lambda m: config.prefixed(m.group(1)), template))
+    blob = out / "blob.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-Wl,-z,noexecstack", str(source), "-o", str(blob)], check=True
+    )
+    return blob
 
 
 @pytest.fixture(scope="session")

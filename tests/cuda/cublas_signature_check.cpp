@@ -51,15 +51,18 @@ static_assert(CUBLAS_OP_T == cu::kOpT, "CUBLAS_OP_T");
 
 // --- cuBLASLt (shims/cuda/cublaslt_api.h) ---------------------------------
 
-using Lt = cu::CublasLtSignatures<
-    cublasStatus_t, cublasLtHandle_t, cudaStream_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
-    cublasLtMatmulPreference_t, cublasComputeType_t, cudaDataType_t, cublasLtMatmulDescAttributes_t,
-    cublasLtMatmulPreferenceAttributes_t, cublasLtMatmulHeuristicResult_t, cublasLtMatmulAlgo_t>;
+using Lt =
+    cu::CublasLtSignatures<cublasStatus_t, cublasLtHandle_t, cudaStream_t, cublasLtMatmulDesc_t,
+                           cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, cublasComputeType_t,
+                           cudaDataType_t, cublasLtMatmulDescAttributes_t,
+                           cublasLtMatmulPreferenceAttributes_t, cublasLtMatmulHeuristicResult_t,
+                           cublasLtMatmulAlgo_t, cublasLtMatrixLayoutAttribute_t>;
 SAME(Lt, cublasLtCreate, Create)
 SAME(Lt, cublasLtMatmulDescCreate, MatmulDescCreate)
 SAME(Lt, cublasLtMatmulDescSetAttribute, MatmulDescSetAttribute)
 SAME(Lt, cublasLtMatmulDescDestroy, MatmulDescDestroy)
 SAME(Lt, cublasLtMatrixLayoutCreate, MatrixLayoutCreate)
+SAME(Lt, cublasLtMatrixLayoutSetAttribute, MatrixLayoutSetAttribute)
 SAME(Lt, cublasLtMatrixLayoutDestroy, MatrixLayoutDestroy)
 SAME(Lt, cublasLtMatmulPreferenceCreate, MatmulPreferenceCreate)
 SAME(Lt, cublasLtMatmulPreferenceSetAttribute, MatmulPreferenceSetAttribute)
@@ -93,6 +96,11 @@ static_assert(kIntSizedEnum<cudaDataType_t>, "cudaDataType_t size");
 static_assert(kIntSizedEnum<cublasLtMatmulDescAttributes_t>, "desc attribute enum size");
 static_assert(kIntSizedEnum<cublasLtMatmulPreferenceAttributes_t>, "pref attribute enum size");
 static_assert(kIntSizedEnum<cublasLtEpilogue_t>, "cublasLtEpilogue_t size");
+static_assert(kIntSizedEnum<cublasLtMatrixLayoutAttribute_t>, "layout attribute enum size");
+static_assert(CUDA_R_16F == cu::kLtR16F && CUDA_R_16BF == cu::kLtR16BF, "CUDA_R_16F/16BF");
+static_assert(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT == cu::kLtLayoutBatchCount, "BATCH_COUNT");
+static_assert(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET == cu::kLtLayoutBatchStride,
+              "STRIDED_BATCH_OFFSET");
 
 // LtAlgo and LtHeuristicResult are layout-identical to the official structs
 // (the heuristic fills an array of them; the algo is passed back to Matmul).

@@ -39,7 +39,9 @@ class Shims:
         if self.fn(name)(*args) != 0:
             raise RuntimeError(f"{name}: {self.error()}")
 
-    def host(self, arr: np.ndarray) -> ctypes.c_void_p:
+    def host(self, arr: np.ndarray, dtype: int = F32) -> ctypes.c_void_p:
+        """A CPU tensor over arr's memory; `dtype` is the shims' code for its elements
+        (bfloat16 arrays are uint16 bit patterns)."""
         self.keep.append(arr)
         sizes = (I64 * max(arr.ndim, 1))(*arr.shape)
         strides = (I64 * max(arr.ndim, 1))(*[s // arr.itemsize for s in arr.strides])
@@ -47,25 +49,27 @@ class Shims:
         self.call(
             "aoti_torch_create_tensor_from_blob",
             ctypes.c_void_p(arr.ctypes.data), I64(arr.ndim), sizes, strides, I64(0),
-            I32(F32), I32(CPU), I32(-1), ctypes.byref(h),
+            I32(dtype), I32(CPU), I32(-1), ctypes.byref(h),
         )  # fmt: skip
         return h
 
-    def empty(self, shape: tuple[int, ...], strides: tuple[int, ...] | None, device: int) -> Any:
+    def empty(
+        self, shape: tuple[int, ...], strides: tuple[int, ...] | None, device: int, dtype: int = F32
+    ) -> Any:
         sizes = (I64 * max(len(shape), 1))(*shape)
         st = (I64 * max(len(shape), 1))(*strides) if strides is not None else None
         h = ctypes.c_void_p()
         self.call(
-            "aoti_torch_empty_strided", I64(len(shape)), sizes, st, I32(F32), I32(CUDA),
+            "aoti_torch_empty_strided", I64(len(shape)), sizes, st, I32(dtype), I32(CUDA),
             I32(device), ctypes.byref(h),
         )  # fmt: skip
         return h
 
-    def device(self, arr: np.ndarray, device: int = 0) -> Any:
+    def device(self, arr: np.ndarray, device: int = 0, dtype: int = F32) -> Any:
         """A CUDA tensor with arr's values and element strides."""
         strides = tuple(s // arr.itemsize for s in arr.strides)
-        h = self.empty(arr.shape, strides, device)
-        self.call("aoti_torch_copy_", h, self.host(arr), I32(0))
+        h = self.empty(arr.shape, strides, device, dtype)
+        self.call("aoti_torch_copy_", h, self.host(arr, dtype), I32(0))
         return h
 
     def meta(self, h: Any) -> tuple[list[int], list[int]]:
@@ -77,10 +81,10 @@ class Shims:
         self.call("aoti_torch_get_strides", h, ctypes.byref(strides))
         return [sizes[i] for i in range(ndim.value)], [strides[i] for i in range(ndim.value)]
 
-    def numpy(self, h: Any) -> np.ndarray:
+    def numpy(self, h: Any, like: Any = np.float32, dtype: int = F32) -> np.ndarray:
         shape, _ = self.meta(h)
-        out = np.zeros(shape, dtype=np.float32)
-        self.call("aoti_torch_copy_", self.host(out), h, I32(0))
+        out = np.zeros(shape, dtype=like)
+        self.call("aoti_torch_copy_", self.host(out, dtype), h, I32(0))
         return out
 
 
@@ -178,6 +182,57 @@ def matmul(s: Shims) -> dict[str, Any]:
         "cublas": on_cublas.value,
         "lt_matmuls": lt_matmuls,
     }
+    return r
+
+
+F16, BF16 = 5, 15
+
+
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns (round to nearest even), as uint16."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def matmul_half(s: Shims) -> dict[str, Any]:
+    """mm, addmm (row bias) and bmm on float16 and bfloat16 CUDA tensors against float64
+    numpy of the same (rounded) inputs; relative error, and where each GEMM ran."""
+    rng = np.random.default_rng(4)
+    r: dict[str, Any] = {}
+    for name, code, encode, decode, storage in (
+        (
+            "float16",
+            F16,
+            lambda a: a.astype(np.float16),
+            lambda a: a.astype(np.float64),
+            np.float16,
+        ),
+        ("bfloat16", BF16, to_bf16, lambda a: from_bf16(a).astype(np.float64), np.uint16),
+    ):
+        x, w = encode(rng.standard_normal((5, 8))), encode(rng.standard_normal((3, 8)))
+        bias = encode(rng.standard_normal(3))
+        a, b = encode(rng.standard_normal((4, 5, 6))), encode(rng.standard_normal((4, 6, 2)))
+        xd, wd, bd = decode(x), decode(w), decode(bias)
+        out = s.empty((5, 3), None, 0, code)
+        errors = {}
+        s.call("aoti_torch_cuda_mm_out", out, s.device(x, dtype=code), s.device(w.T, dtype=code))
+        errors["mm"] = decode(s.numpy(out, storage, code)) - xd @ wd.T
+        s.call("aoti_torch_cuda_addmm_out", out, s.device(bias, dtype=code),
+               s.device(x, dtype=code), s.device(w.T, dtype=code), ctypes.c_double(1.0),
+               ctypes.c_double(1.0))  # fmt: skip
+        errors["addmm"] = decode(s.numpy(out, storage, code)) - (xd @ wd.T + bd)
+        bout = s.empty((4, 5, 2), None, 0, code)
+        s.call("aoti_torch_cuda_bmm_out", bout, s.device(a, dtype=code), s.device(b, dtype=code))
+        errors["bmm"] = decode(s.numpy(bout, storage, code)) - decode(a) @ decode(b)
+        for op, err in errors.items():
+            r[f"{name}_{op}"] = float(np.abs(err).max())
+    on_lt, on_cublas = I64(), I64()
+    s.lib.shimkit_cuda_gemm_counts(ctypes.byref(on_lt), ctypes.byref(on_cublas))
+    r["gemm_counts"] = {"cublaslt": on_lt.value, "cublas": on_cublas.value}
     return r
 
 
@@ -387,7 +442,8 @@ def conv(s: Shims) -> dict[str, Any]:
         args = [(I64 * spatial)(*v) for v in (st, pd, dl)]
         outpad = (I64 * spatial)(*([0] * spatial))
         results = {}
-        before = (conv_counts(s), cudnn_counter("forward"))
+        watched = ("forward", "executes", "transform", "tf32_runs")
+        before = (conv_counts(s), [cudnn_counter(c) for c in watched])
         for dev, make in (("cuda", s.device), ("cpu", s.host)):
             y = ctypes.c_void_p()
             bias_handle = make(b) if b is not None else None
@@ -397,7 +453,7 @@ def conv(s: Shims) -> dict[str, Any]:
                    outpad, I64(spatial), I64(groups), ctypes.byref(y))  # fmt: skip
             results[dev] = (s.meta(y)[1], s.numpy(y))
             if dev == "cuda":
-                after = (conv_counts(s), cudnn_counter("forward"))
+                after = (conv_counts(s), [cudnn_counter(c) for c in watched])
         if spatial == 1:
             ref = reference_conv(x[:, :, None, :], w[:, :, None, :], b, (1, st[0]), (0, pd[0]),
                                  (1, dl[0]), groups)[:, :, 0, :]  # fmt: skip
@@ -409,9 +465,53 @@ def conv(s: Shims) -> dict[str, Any]:
             "strides_match_cpu": results["cuda"][0] == results["cpu"][0],
             "on_cudnn": after[0][0] - before[0][0],
             "on_host": after[0][1] - before[0][1],
-            "cudnn_forward_calls": after[1] - before[1],
+            **{f"cudnn_{c}": a - b for c, a, b in zip(watched, after[1], before[1], strict=True)},
             "fallback_reason": (s.lib.shimkit_cuda_conv_last_fallback() or b"").decode(),
         }
+    return r
+
+
+def conv_calls(s: Shims) -> dict[str, Any]:
+    """What one eager convolution costs in library calls, once its plan exists: the same
+    channels_last conv with bias run six times (warm-up, then five counted), and as the
+    control five convs of five new geometries (each must build its own plan)."""
+    rng = np.random.default_rng(5)
+    cuda_calls = ("malloc", "sync", "copy")
+    cudnn_calls = ("heuristics", "exec_plans", "variant_packs", "executes", "forward",
+                   "add", "set_stream", "transform")  # fmt: skip
+    args = [(I64 * 2)(*v) for v in ((1, 1), (1, 1), (1, 1), (0, 0))]
+
+    def conv_once(x: Any, w: Any, b: Any) -> None:
+        y = ctypes.c_void_p()
+        s.call("aoti_torch_cuda_convolution", x, w, ctypes.byref(b), args[0], I64(2),
+               args[1], I64(2), args[2], I64(2), I32(0), args[3], I64(2), I64(1),
+               ctypes.byref(y))  # fmt: skip
+        s.call("aoti_torch_delete_tensor_object", y)  # the blob frees it: the block is reused
+
+    def counts() -> dict[str, int]:
+        plans = I64()
+        s.lib.shimkit_cuda_conv_api_counts(None, ctypes.byref(plans))
+        return {"plans_built": plans.value, **{c: counter(c) for c in cuda_calls},
+                **{f"cudnn_{c}": cudnn_counter(c) for c in cudnn_calls}}  # fmt: skip
+
+    def delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        return {k: b[k] - a[k] for k in a}
+
+    w = s.device(channels_last(rng.standard_normal((8, 4, 3, 3), dtype=np.float32)))
+    b = s.device(rng.standard_normal(8, dtype=np.float32))
+    x = s.device(channels_last(rng.standard_normal((2, 4, 6, 6), dtype=np.float32)))
+    start = counts()
+    conv_once(x, w, b)
+    warm = counts()
+    for _ in range(5):
+        conv_once(x, w, b)
+    r: dict[str, Any] = {"first": delta(start, warm), "five_more": delta(warm, counts())}
+    inputs = [s.device(channels_last(rng.standard_normal((2, 4, 7 + i, 6), dtype=np.float32)))
+              for i in range(5)]  # fmt: skip
+    before = counts()
+    for xi in inputs:
+        conv_once(xi, w, b)
+    r["five_new_geometries"] = delta(before, counts())
     return r
 
 
@@ -428,11 +528,13 @@ SCENARIOS = {
     "basics": basics,
     "caching": caching,
     "matmul": matmul,
+    "matmul_half": matmul_half,
     "blas_binding": blas_binding,
     "autotune": autotune,
     "graph_pools": graph_pools,
     "fallbacks": fallbacks,
     "conv": conv,
+    "conv_calls": conv_calls,
 }
 
 if __name__ == "__main__":

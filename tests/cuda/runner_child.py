@@ -22,29 +22,36 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import slim_cuda
 from shimkit.config import load_config
+from shimkit.runtime.blob import BlobSource
+from shimkit.runtime.build import CUDA_SHIMS_LIB, RuntimeLibs
+from shimkit.runtime.cuda import CudaModel, CudaRuntime, CudaRuntimeError, cuda_runtime
 
 
-def load(rt: slim_cuda.Runtime, blob: Path, device: int) -> dict[str, Any]:
+def open_blob(rt: CudaRuntime, blob: Path, device: int) -> CudaModel:
+    """The runner's own checks only (no in-process linter: that is tested elsewhere)."""
+    return CudaModel(BlobSource(blob, None, blob.read_bytes()), device, lint=False, runtime=rt)
+
+
+def load(rt: CudaRuntime, blob: Path, device: int) -> dict[str, Any]:
     try:
-        model = rt.load(blob.read_bytes(), device)
-    except slim_cuda.SlimCudaError as exc:
+        model = open_blob(rt, blob, device)
+    except CudaRuntimeError as exc:
         return {"status": exc.status, "message": str(exc)}
-    model.free()
+    model.close()
     return {"loaded": True}
 
 
-def cpu_path(rt: slim_cuda.Runtime) -> dict[str, Any]:
+def cpu_path(rt: CudaRuntime) -> dict[str, Any]:
     """With CUDA unusable: CUDA requests fail with the reason, CPU tensors still work."""
     r: dict[str, Any] = {"reason": rt.unavailable_reason()}
     try:
         rt.h2d_bandwidth(1 << 20, pinned=True)
         r["bandwidth"] = "measured"
-    except slim_cuda.SlimCudaError as exc:
+    except CudaRuntimeError as exc:
         r["bandwidth"] = exc.status
     config = load_config()
-    shims = rt.shims
+    shims = rt.lib  # the runner's handle reaches the shim library it depends on
     shims.shimkit_shim_last_error.restype = ctypes.c_char_p
     empty = getattr(shims, config.prefixed("aoti_torch_empty_strided"))
     delete = getattr(shims, config.prefixed("aoti_torch_delete_tensor_object"))
@@ -67,34 +74,35 @@ def graph_counter(name: str) -> int:
     return int(fake.fake_cuda_graph_counter(name.encode()))
 
 
-def replay(rt: slim_cuda.Runtime, blob: Path) -> dict[str, Any]:
+def replay(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
     """Drives a fake blob (out = x @ x) through the replay mode. The fake runtime executes
     work when it is issued, so a replay recomputes nothing: what is checked is the state
     machine, the launches, the eager paths and the clean-up."""
     rng = np.random.default_rng(3)
     x, y = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
     z = rng.standard_normal((3, 3), dtype=np.float32)
-    model = rt.load(blob.read_bytes(), 0)
+    model = open_blob(rt, blob, 0)
     model.use_graphs(True)
-    r: dict[str, Any] = {"status_before": model.graph_status(), "statuses": [], "x_ok": []}
+    r: dict[str, Any] = {"status_before": model.graph_status, "statuses": [], "x_ok": []}
     for _ in range(4):
-        out = model.run([x])[0]
-        r["statuses"].append(model.graph_status())
+        out = model(x)[0]
+        r["statuses"].append(model.graph_status)
         r["x_ok"].append(bool(np.allclose(out, x @ x, atol=1e-5)))
     r["launches_after_x"] = graph_counter("launches")
-    r["y_ok"] = bool(np.allclose(model.run([y])[0], y @ y, atol=1e-5))
+    r["y_ok"] = bool(np.allclose(model(y)[0], y @ y, atol=1e-5))
     launches = graph_counter("launches")
-    r["z_ok"] = bool(np.allclose(model.run([z])[0], z @ z, atol=1e-5))  # another geometry
+    r["z_ok"] = bool(np.allclose(model(z)[0], z @ z, atol=1e-5))  # another geometry
     r["z_launched"] = graph_counter("launches") - launches
-    r["status_after"] = model.graph_status()
-    model.free()
+    r["status_after"] = model.graph_status
+    model.close()
     r["live_execs"] = graph_counter("execs")
     r["live_streams"] = graph_counter("streams")
     return r
 
 
 def main() -> int:
-    rt = slim_cuda.Runtime(sys.argv[1])
+    runner = Path(sys.argv[1])
+    rt = cuda_runtime(RuntimeLibs(runner.with_name(CUDA_SHIMS_LIB), runner))
     command = sys.argv[2]
     if command == "load":
         result = load(rt, Path(sys.argv[3]), int(sys.argv[4]))

@@ -20,22 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.cuda.conftest import fake_env
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("fake-cuda")
-    built = {}
-    for name in ("fake_cudart", "fake_cublas", "fake_cublaslt", "fake_cudnn"):
-        target = out / f"{name}.so"
-        subprocess.run(
-            ["gcc", "-shared", "-fPIC", "-O1", str(HERE / "fake" / f"{name}.c"), "-o", str(target)],
-            check=True,
-        )
-        built[name] = target
-    return built
 
 
 def run_scenario(
@@ -43,10 +31,7 @@ def run_scenario(
 ) -> subprocess.CompletedProcess[str]:
     child_env = dict(os.environ)
     child_env.update(
-        SHIMKIT_CUDART=str(fakes["fake_cudart"]),
-        SHIMKIT_CUBLAS=str(fakes["fake_cublas"]),
-        SHIMKIT_CUDNN=str(fakes["fake_cudnn"]),
-        SHIMKIT_CUBLASLT=str(fakes["fake_cublaslt"]),
+        fake_env(fakes),
         FAKE_CUDA_DEVICES="2",
         PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), child_env.get("PYTHONPATH", "")]),
     )
@@ -114,8 +99,9 @@ def test_gemms_run_on_cublaslt_and_match_numpy(
     counts = r.pop("gemm_counts")
     for case, diff in r.items():
         assert diff < 1e-5, case
-    # Both mms and both addmms on cuBLASLt (the row bias in its epilogue), none on cuBLAS.
-    assert counts == {"cublaslt": 4, "cublas": 0, "lt_matmuls": 4}
+    # Both mms, both addmms (the row bias in its epilogue) and the bmm (a strided batch) on
+    # cuBLASLt, none on cuBLAS.
+    assert counts == {"cublaslt": 5, "cublas": 0, "lt_matmuls": 5}
 
 
 def test_legacy_cublas_layouts_match_numpy(
@@ -126,7 +112,26 @@ def test_legacy_cublas_layouts_match_numpy(
         counts = r.pop("gemm_counts")
         for case, diff in r.items():
             assert diff < 1e-5, (env, case)
-        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 4, 0), env
+        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 5, 0), env
+
+
+def test_half_precision_gemms_run_on_cublaslt(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "matmul_half")
+    # Results rounded to the output type: float16 keeps ~3 decimal digits, bfloat16 ~2
+    # (inputs are ~N(0, 1), sums of 6-8 products).
+    for op in ("mm", "addmm", "bmm"):
+        assert r[f"float16_{op}"] < 1e-2, op
+        assert r[f"bfloat16_{op}"] < 5e-2, op
+    assert r["gemm_counts"] == {"cublaslt": 6, "cublas": 0}
+    # Controls: a cuBLASLt that reads bfloat16 as float16 is caught; without cuBLASLt a
+    # half-precision product is refused in one line, never computed wrong.
+    wrong = scenario(cuda_libs, fakes, "matmul_half", FAKE_CUBLASLT_BF16_AS_F16="1")
+    assert wrong["float16_mm"] < 1e-2 and wrong["bfloat16_mm"] > 1.0
+    refused = run_scenario(cuda_libs, fakes, "matmul_half", SHIMKIT_CUBLASLT="0")
+    assert refused.returncode != 0
+    assert "mat1 must be float32 or float64, got float16" in refused.stderr
 
 
 def test_layout_checks_catch_a_wrong_transpose_or_a_lost_bias(
@@ -202,25 +207,83 @@ def test_cudnn_convolution_matches_numpy_in_atens_layout(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
     r = scenario(cuda_libs, fakes, "conv")
-    assert r["cudnn_info"].startswith("cuDNN 90000 (")
+    assert r["cudnn_info"].startswith("cuDNN 90000 (") and r["cudnn_info"].endswith("graph API")
     cases = conv_cases(r)
     assert len(cases) == 6
     for name, case in cases.items():
         assert case["max_abs_diff"] < 1e-4, name
         assert case["strides_match_cpu"], name  # ATen's memory-format rule
-        # It ran on cuDNN (the fake's forward), not on the host.
-        assert (case["on_cudnn"], case["on_host"], case["cudnn_forward_calls"]) == (1, 0, 1), name
+        # It ran on cuDNN's graph API (one execute of a true float32 engine), not on the host.
+        assert (case["on_cudnn"], case["on_host"], case["cudnn_executes"]) == (1, 0, 1), name
+        assert (case["cudnn_forward"], case["cudnn_tf32_runs"]) == (0, 0), name
     assert cases["channels_last"]["strides"] == [320, 1, 40, 5]  # NHWC output
     assert cases["nchw_asymmetric"]["strides"] == [4 * 5 * 5, 5 * 5, 5, 1]  # OH = OW = 5
+    # An NCHW filter for a channels_last input: brought into NHWC on the device (no engine
+    # takes mixed layouts), never through the host.
+    assert [c["cudnn_transform"] for c in cases.values()] == [0, 0, 0, 1, 0, 0]
+
+
+def test_legacy_api_takes_over_when_the_graph_api_has_no_engine(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    for env in ({"FAKE_CUDNN_GRAPH_REFUSE": "1"}, {"SHIMKIT_CUDNN_API": "legacy"}):
+        r = scenario(cuda_libs, fakes, "conv", **env)
+        for name, case in conv_cases(r).items():
+            assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"], (env, name)
+            assert (case["on_cudnn"], case["cudnn_forward"], case["cudnn_executes"]) == (1, 1, 0)
+            assert case["cudnn_tf32_runs"] == 0, (env, name)  # its TF32 algorithm is skipped
+        assert conv_cases(r)["mixed_layouts"]["cudnn_transform"] == 1
+    assert scenario(cuda_libs, fakes, "conv", SHIMKIT_CUDNN_API="legacy")["cudnn_info"].endswith(
+        "legacy API only"
+    )
+
+
+def test_cudnn_tf32_is_an_option_and_off_by_default(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # torch's default math (TF32 in cuDNN convolutions) on request: the fake's tensor-core
+    # engine (and legacy TF32 algorithm) rounds inputs to TF32, so results move by ~1e-3.
+    for env in ({}, {"SHIMKIT_CUDNN_API": "legacy"}):
+        cases = conv_cases(scenario(cuda_libs, fakes, "conv", SHIMKIT_CUDNN_TF32="1", **env))
+        for name, case in cases.items():
+            assert case["cudnn_tf32_runs"] == 1, (env, name)
+            assert 1e-4 < case["max_abs_diff"] < 5e-2, (env, name, case["max_abs_diff"])
+
+
+def test_one_eager_convolution_is_one_cudnn_execute_once_planned(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "conv_calls")
+    # The first call builds the plan (heuristics, one execution plan, a variant pack) and
+    # allocates the output and the workspace.
+    first = r["first"]
+    assert (first["plans_built"], first["cudnn_heuristics"], first["cudnn_exec_plans"]) == (1, 1, 1)
+    assert (first["malloc"], first["sync"], first["copy"]) == (2, 0, 0)
+    # Then each convolution is one execute and one bias add: no plan, no heuristics, no new
+    # variant pack (same pointers), no stream rebinding, no cudaMalloc, no sync, no copy.
+    assert r["five_more"] == {
+        "plans_built": 0, "malloc": 0, "sync": 0, "copy": 0, "cudnn_heuristics": 0,
+        "cudnn_exec_plans": 0, "cudnn_variant_packs": 0, "cudnn_executes": 5,
+        "cudnn_forward": 0, "cudnn_add": 5, "cudnn_set_stream": 0, "cudnn_transform": 0,
+    }  # fmt: skip
+    # Control: the counters do see plan building; five new geometries build five plans.
+    new = r["five_new_geometries"]
+    assert (new["plans_built"], new["cudnn_heuristics"], new["cudnn_exec_plans"]) == (5, 5, 5)
+    # The legacy API's steady state: one cudnnConvolutionForward and one add per call.
+    legacy = scenario(cuda_libs, fakes, "conv_calls", SHIMKIT_CUDNN_API="legacy")["five_more"]
+    assert (legacy["cudnn_forward"], legacy["cudnn_add"], legacy["plans_built"]) == (5, 5, 0)
+    assert (legacy["cudnn_set_stream"], legacy["malloc"], legacy["sync"]) == (0, 0, 0)
 
 
 def test_cudnn_layout_check_catches_a_misread_filter(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
-    # Negative control: a cuDNN that reads NHWC filters as NCHW gives wrong channels_last results.
-    r = conv_cases(scenario(cuda_libs, fakes, "conv", FAKE_CUDNN_IGNORE_FORMAT="1"))
-    assert r["channels_last"]["max_abs_diff"] > 1e-2
-    assert r["nchw_asymmetric"]["max_abs_diff"] < 1e-4
+    # Negative control: a cuDNN that reads NHWC filters as NCHW gives wrong channels_last
+    # results, on the graph API and on the legacy one.
+    for env in ({}, {"SHIMKIT_CUDNN_API": "legacy"}):
+        r = conv_cases(scenario(cuda_libs, fakes, "conv", FAKE_CUDNN_IGNORE_FORMAT="1", **env))
+        assert r["channels_last"]["max_abs_diff"] > 1e-2, env
+        assert r["nchw_asymmetric"]["max_abs_diff"] < 1e-4, env
 
 
 def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
@@ -234,13 +297,18 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
         cases = conv_cases(scenario(cuda_libs, fakes, "conv", **env))
         for name, case in cases.items():
             assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"], (env, name)
-            assert (case["on_cudnn"], case["on_host"], case["cudnn_forward_calls"]) == (0, 1, 0)
-            assert case["fallback_reason"].startswith(reason), (env, case["fallback_reason"])
+            assert (case["on_cudnn"], case["on_host"], case["cudnn_forward"]) == (0, 1, 0)
+            assert case["cudnn_executes"] == 0
+            assert reason in case["fallback_reason"], (env, case["fallback_reason"])
 
 
-@pytest.mark.parametrize(
-    "name", ["basics", "caching", "matmul", "blas_binding", "fallbacks", "conv", "graph_pools"]
-)
+SANITIZED_SCENARIOS = (
+    "basics", "caching", "matmul", "matmul_half", "blas_binding", "fallbacks", "conv",
+    "conv_calls", "graph_pools",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SANITIZED_SCENARIOS)
 def test_scenarios_run_clean_under_asan_ubsan(
     asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], name: str
 ) -> None:

@@ -11,53 +11,25 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from shimkit.config import load_config
+from tests.cuda.conftest import fake_env
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-FAKES = ("fake_cudart", "fake_cublas", "fake_cublaslt")
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("replay")
-    paths = {}
-    for name in FAKES:
-        paths[name] = out / f"{name}.so"
-        source = HERE / "fake" / f"{name}.c"
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", str(source), "-o", str(paths[name])],
-                       check=True)  # fmt: skip
-    config = load_config()
-    template = (HERE / "fake" / "fake_cuda_blob.c.in").read_text()
-    source = out / "blob.c"
-    source.write_text(re.sub(r"PREFIX\((\w+)\)", lambda m: config.prefixed(m.group(1)), template))
-    paths["blob"] = out / "blob.so"
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-Wl,-z,noexecstack", str(source), "-o", str(paths["blob"])],
-        check=True,
-    )
-    return paths
-
-
-def replay(cuda_libs: dict[str, Path], built: dict[str, Path], **env: str) -> dict[str, Any]:
+def replay(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path, **env: str
+) -> dict[str, Any]:
     child_env = dict(os.environ)
-    child_env.update(
-        SHIMKIT_CUDART=str(built["fake_cudart"]),
-        SHIMKIT_CUBLAS=str(built["fake_cublas"]),
-        SHIMKIT_CUBLASLT=str(built["fake_cublaslt"]),
-        PYTHONPATH=os.pathsep.join([str(ROOT / "lint"), str(ROOT / "tools" / "gpu")]),
-        **env,
-    )
+    child_env.update(fake_env(fakes), PYTHONPATH=str(ROOT / "lint"), **env)
     done = subprocess.run(
         [sys.executable, str(HERE / "runner_child.py"), str(cuda_libs["runner"]), "replay",
-         str(built["blob"])],
+         str(fake_blob)],
         capture_output=True, text=True, env=child_env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -66,9 +38,9 @@ def replay(cuda_libs: dict[str, Path], built: dict[str, Path], **env: str) -> di
 
 
 def test_replay_warms_up_captures_and_replays(
-    cuda_libs: dict[str, Path], built: dict[str, Path]
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path
 ) -> None:
-    r = replay(cuda_libs, built)
+    r = replay(cuda_libs, fakes, fake_blob)
     assert r["status_before"] == "cold"
     assert r["statuses"] == ["warmed up", "replaying", "replaying", "replaying"]
     assert all(r["x_ok"])
@@ -79,11 +51,11 @@ def test_replay_warms_up_captures_and_replays(
 
 
 def test_refused_capture_leaves_the_model_eager_with_the_reason(
-    cuda_libs: dict[str, Path], built: dict[str, Path]
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path
 ) -> None:
     # Control for the above: with capture refused nothing is launched and every run is
     # eager, so new inputs (y) give new, correct results.
-    r = replay(cuda_libs, built, FAKE_CUDA_NO_CAPTURE="1")
+    r = replay(cuda_libs, fakes, fake_blob, FAKE_CUDA_NO_CAPTURE="1")
     assert r["statuses"][0] == "warmed up"
     assert (
         r["statuses"][1].startswith("eager: capture: ")
@@ -95,9 +67,9 @@ def test_refused_capture_leaves_the_model_eager_with_the_reason(
 
 
 def test_replay_runs_clean_under_asan_ubsan(
-    asan_cuda_libs: dict[str, Path], built: dict[str, Path]
+    asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path
 ) -> None:
     from tests.cuda.test_cuda_fake import asan_env
 
-    r = replay(asan_cuda_libs, built, **asan_env())
+    r = replay(asan_cuda_libs, fakes, fake_blob, **asan_env())
     assert r["statuses"][-1] == "replaying" and r["live_execs"] == 0

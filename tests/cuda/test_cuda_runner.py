@@ -60,9 +60,7 @@ class ChildRunner:
 
     def ask(self, *args: str) -> dict[str, Any]:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(ROOT / "lint"), str(ROOT / "tools" / "gpu"), env.get("PYTHONPATH", "")]
-        )
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "lint"), env.get("PYTHONPATH", "")])
         done = subprocess.run(
             [sys.executable, str(HERE / "runner_child.py"), str(self.runner_so), *args],
             capture_output=True,
@@ -99,16 +97,19 @@ def test_another_provider_in_the_process_is_refused(
 ) -> None:
     # Why the checks run in a child: with the CPU shims global in the same process,
     # the runner refuses (two providers of the same prefixed names), which this
-    # process reproduces on purpose.
-    import slim_cuda
-
+    # process reproduces on purpose, behind the Python layer's back (a raw dlopen).
     cpu_shims = find_libraries().shims
     code = (
-        "import ctypes, os, sys, slim_cuda\n"
+        "import ctypes, os, sys\n"
+        "from pathlib import Path\n"
+        "from shimkit.runtime.blob import read_blob\n"
+        "from shimkit.runtime.build import RuntimeLibs\n"
+        "from shimkit.runtime.cuda import CudaModel, CudaRuntimeError, cuda_runtime\n"
         f"ctypes.CDLL({str(cpu_shims)!r}, mode=os.RTLD_GLOBAL)\n"
-        f"rt = slim_cuda.Runtime({str(cuda_libs['runner'])!r})\n"
-        "try:\n    rt.load(open(sys.argv[1], 'rb').read(), 0)\n"
-        "except slim_cuda.SlimCudaError as e:\n    print(e)\n"
+        f"rt = cuda_runtime(RuntimeLibs(Path({str(cuda_libs['shims'])!r}), "
+        f"Path({str(cuda_libs['runner'])!r})))\n"
+        "try:\n    CudaModel(read_blob(sys.argv[1]), 0, lint=False, runtime=rt)\n"
+        "except CudaRuntimeError as e:\n    print(e.status, e)\n"
     )
     config = load_config()
     blob = tmp_path / "b.so"
@@ -116,7 +117,7 @@ def test_another_provider_in_the_process_is_refused(
         fake_blob(tmp_path, "cuda", [config.prefixed("aoti_torch_create_cuda_stream_guard")])
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "lint"), str(Path(slim_cuda.__file__).parent)])
+    env["PYTHONPATH"] = str(ROOT / "lint")
     done = subprocess.run(
         [sys.executable, "-c", code, str(blob)], capture_output=True, text=True, env=env
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,15 +72,11 @@ def build(
     out: Path,
     unprefixed: bool = False,
     cxx: str = "g++",
-    jobs: int = 4,
+    jobs: int = os.cpu_count() or 4,
     cblas_fallback: bool = False,
     sanitize: bool = False,
 ) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    gen = out / "gen"
-    for output, source in CUDA_SHIMS["generated"].items():
-        (gen / output).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / source, gen / output)
     flags, prefix = prefix_flags(unprefixed)
     blas_include: list[str] = []
     shim_linkopts = list(CUDA_SHIMS["linkopts"])
@@ -93,7 +89,7 @@ def build(
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"] if sanitize else []
     optimize = ["-O1"] if sanitize else NATIVE.optimize_copts
     common = [cxx, *NATIVE.cxx_copts, *optimize, "-fPIC", *NATIVE.warning_copts, *san]
-    common += ["-I", str(ROOT), "-I", str(out / "gen"), *blas_include, *flags]
+    common += ["-I", str(ROOT), *blas_include, *flags]
 
     def compile_one(src: str) -> str:
         obj = out / "obj" / (src.replace("/", "_") + ".o")

@@ -1,31 +1,50 @@
 """The whole GPU experiment, one command on the H200 machine (see docs/cuda.md).
 
-    python3 tools/gpu/cuda_experiment.py OUT_DIR
+    python3 tools/gpu/cuda_experiment.py OUT_DIR [--budget SECONDS] [--models a,b,...]
+                                                 [--reuse-blobs DIR]
 
-Every step runs in its own subprocess with a time limit (torch's runner once
-segfaulted there); its output goes to OUT_DIR/logs/<step>.log and its
-results to OUT_DIR/<step>.json; OUT_DIR/summary.json collects them.
-Needs: python3 with torch (CUDA) and numpy, g++, and the wheels in
-tools/gpu/wheels (starlark-pyo3, pyelftools), which are unpacked, not
-installed.
+For ResNet-18, MobileNetV3-small, a 2-layer BERT, an LSTM, an MLP, a GPT-2-like decoder
+and a TransformerEncoder (tools/gpu/cuda_models.py) it measures, in one run and on the
+same prefixed blob: the slim CUDA runtime eager, the slim runtime replaying CUDA graphs,
+and torch's AOTIModelContainerRunnerCuda (through the forwarding library), each side
+with its math named. Stages: build the slim libraries while every model compiles (in
+parallel); then, one model at a time on a quiet machine, the slim step and torch's
+step; then the convolution models on cuDNN's legacy API (for comparison), the per-call
+breakdown and the binding proof next to libtorch_cuda; last, budget permitting, a
+float16 conv net and a model of the ops beside attention. Every step runs in its own
+subprocess with a time limit, so a failing or crashing model never stops the others;
+steps that would start after --budget seconds (default 470) are skipped and listed.
+Logs: OUT_DIR/logs/<step>.log; results: OUT_DIR/<step>.json; OUT_DIR/summary.json
+collects them with a table per model. Needs python3 with a CUDA torch and numpy, g++,
+and the wheels in tools/gpu/wheels (starlark-pyo3), which are unpacked, not installed.
 """
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import glob
 import importlib.util
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tools" / "gpu"
+sys.path.insert(0, str(GPU))
+
+from cuda_models import CONV_MODELS, EXTRA_MODELS, ISSUE_MODELS, MODELS  # noqa: E402
+
+COMPILE_LIMIT = 330
+SLIM_LIMIT = 120
+TORCH_LIMIT = 150
 
 
 def nvidia_lib_dirs() -> list[str]:
@@ -68,134 +87,228 @@ def unpack_wheels(target: Path) -> list[str]:
     return names
 
 
-def step(
-    name: str, argv: list[str], out: Path, env: dict[str, str], timeout: int
-) -> dict[str, object]:
-    log = out / "logs" / f"{name}.log"
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=GPU
-        )
-        rc: int | str = proc.returncode
-        text = proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc = "timeout"
-        text = f"{exc.stdout or ''}{exc.stderr or ''}"
-        text = text if isinstance(text, str) else repr(text)
-    log.write_text(f"$ {' '.join(argv)}\n{text}\nrc={rc}\n")
-    return {"rc": rc, "seconds": round(time.perf_counter() - start, 1), "log": str(log.name)}
+class Experiment:
+    def __init__(self, out: Path, budget: float, env: dict[str, str]) -> None:
+        self.out = out
+        self.deadline = time.monotonic() + budget
+        self.env = env
+        self.steps: dict[str, dict[str, object]] = {}
+
+    def step(
+        self, name: str, argv: list[str], limit: int, extra_env: dict[str, str] | None = None
+    ) -> dict[str, object]:
+        """Runs one step in a subprocess (its log in logs/<name>.log); skipped once the
+        budget is spent, and cut at whatever of its limit the budget leaves."""
+        remaining = self.deadline - time.monotonic()
+        if remaining < 15:
+            result: dict[str, object] = {"rc": "skipped (time budget)"}
+            self.steps[name] = result
+            return result
+        log = self.out / "logs" / f"{name}.log"
+        env = dict(self.env, **(extra_env or {}))
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                argv, env=env, capture_output=True, text=True, cwd=GPU,
+                timeout=min(limit, remaining),
+            )  # fmt: skip
+            rc: int | str = proc.returncode
+            text = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc = "timeout"
+            text = f"{exc.stdout or ''}{exc.stderr or ''}"
+            text = text if isinstance(text, str) else repr(text)
+        log.write_text(f"$ {' '.join(argv)}\n{text}\nrc={rc}\n")
+        result = {"rc": rc, "seconds": round(time.perf_counter() - start, 1)}
+        if rc != 0:
+            result["log_tail"] = text.strip().splitlines()[-3:]
+        self.steps[name] = result
+        return result
+
+    def result(self, name: str) -> Any:
+        path = self.out / f"{name}.json"
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            return None
+
+
+def get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    return (
+        round(a / b, 2)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b
+        else None
+    )
+
+
+def model_table(exp: Experiment, models: list[str]) -> dict[str, dict[str, object]]:
+    table: dict[str, dict[str, object]] = {}
+    for name in models:
+        slim, torch_side = exp.result(f"slim_{name}"), exp.result(f"torch_{name}")
+        compiled = exp.result(f"compile_{name}")
+        legacy = exp.result(f"slim_legacy_{name}")
+        eager = get(slim, "eager", "us_per_run")
+        replay = get(slim, "replay", "us_per_run")
+        torch_default = get(torch_side, "default_math", "us_per_run")
+        torch_fp32 = get(torch_side, "float32", "us_per_run")
+        tf32 = get(slim, "eager_tf32", "us_per_run")
+        table[name] = {
+            "slim_eager_us": eager,
+            "slim_replay_us": replay,
+            "torch_runner_us": torch_default,
+            "eager_vs_torch": ratio(eager, torch_default),
+            "replay_vs_torch": ratio(replay, torch_default),
+            "slim_eager_tf32_us": tf32,
+            "eager_tf32_vs_torch": ratio(tf32, torch_default),
+            "torch_runner_float32_us": torch_fp32,
+            "eager_vs_torch_float32": ratio(eager, torch_fp32),
+            "slim_eager_legacy_cudnn_us": get(legacy, "eager", "us_per_run"),
+            "math": {
+                "slim": get(slim, "eager", "math"),
+                "slim_tf32": get(slim, "eager_tf32", "math"),
+                "torch": get(torch_side, "default_math", "math"),
+            },
+            "slim_matches_eager": get(slim, "eager", "match"),
+            "replay_matches": get(slim, "replay", "runs_match"),
+            "replay_new_inputs_match_eager": get(slim, "replay", "new_inputs_match_eager"),
+            "graph_status": get(slim, "replay", "graph_status_after"),
+            "torch_matches_eager": get(torch_side, "float32", "match"),
+            "calls_per_eager_run": get(slim, "eager", "calls_per_run"),
+            "attention_calls_in_math_form": get(compiled, "attention_calls_in_math_form"),
+            "closure_error": get(compiled, "closure_error"),
+            "lint_error": get(slim, "eager", "lint_error"),
+            "errors": {
+                step: exp.steps[step]
+                for step in (f"compile_{name}", f"slim_{name}", f"torch_{name}")
+                if step in exp.steps and exp.steps[step].get("rc") != 0
+            },
+        }
+    return table
+
+
+def targets(table: dict[str, dict[str, object]]) -> dict[str, object]:
+    """Issue 11's CUDA targets, as measured in this run."""
+    eager = {m: table[m]["eager_vs_torch"] for m in CONV_MODELS if m in table}
+    replay = {m: table[m]["replay_vs_torch"] for m in ISSUE_MODELS if m in table}
+    return {
+        "eager_conv_models_at_most_1.0x": eager,
+        "eager_met": all(isinstance(v, float) and v <= 1.0 for v in eager.values()) or None,
+        "replay_issue_models_at_most_0.5x": replay,
+        "replay_met": all(isinstance(v, float) and v <= 0.5 for v in replay.values()) or None,
+    }
 
 
 def main() -> int:
-    out = Path(sys.argv[1]).resolve()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--budget", type=float, default=470.0, help="seconds (default 470)")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--reuse-blobs", type=Path, help="MODEL.so + MODEL.npz of an earlier run")
+    args = parser.parse_args()
+    out = args.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
+    models = [m for m in args.models.split(",") if m]
     work = Path("/tmp/shimkit-gpu")
     blobs, build, deps = work / "blobs", work / "build", work / "pydeps"
     blobs.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, object] = {
+    summary: dict[str, Any] = {
         "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
         "python": platform.python_version(),
         "wheels": unpack_wheels(deps),
+        "models": models,
     }
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "lint"), str(deps), str(GPU)])
     env["LD_LIBRARY_PATH"] = os.pathsep.join([*nvidia_lib_dirs(), env.get("LD_LIBRARY_PATH", "")])
     env["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
     env["SHIMKIT_CONFIG"] = str(ROOT / "rules" / "shim_symbol_prefix.bzl")
-    if "--reuse-blobs" in sys.argv and (GPU / "fixtures" / "blobs").is_dir():
-        env["SHIMKIT_REUSE_BLOBS"] = str(GPU / "fixtures" / "blobs")
-    py = sys.executable
+    env["SHIMKIT_LIB_DIR"] = str(build)
+    exp = Experiment(out, args.budget, env)
     try:
         info = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-        )
-        gpu = info.stdout.strip() or info.stderr.strip()
+            capture_output=True, text=True,
+        )  # fmt: skip
+        summary["gpu"] = info.stdout.strip() or info.stderr.strip()
     except OSError as exc:
-        gpu = f"no nvidia-smi: {exc}"
-    summary["gpu"] = gpu
+        summary["gpu"] = f"no nvidia-smi: {exc}"
     summary["cpu"] = subprocess.run(
         ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    steps: dict[str, object] = {}
-    # Build the libraries while the four models compile.
-    jobs = {
-        "build": [py, str(GPU / "build_cuda_libs.py"), str(build)],
-        "cudnn_check": cudnn_check_argv(),
-        **{
-            f"compile_{case}": [py, str(GPU / "step_compile.py"), case, str(blobs)]
-            for case in ("mlp", "convnet", "mlp_default")
-            if case != "mlp_default" or "--no-default" not in sys.argv
-        },
-    }
-    # The wrong-device control: a prefixed CPU blob (tools/gpu/fixtures, from
-    # the CPU tests' cache) unless a CPU compile is asked for.
-    fixture = GPU / "fixtures" / "mlp_cpu.so"
-    if fixture.exists() and "--compile-cpu" not in sys.argv:
-        (blobs / "mlp_cpu.so").write_bytes(fixture.read_bytes())
-    else:
-        jobs["compile_mlp_cpu"] = [py, str(GPU / "step_compile.py"), "mlp_cpu", str(blobs)]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {
-            name: pool.submit(step, name, argv, out, env, 150) for name, argv in jobs.items()
-        }
-        for name, fut in futures.items():
-            steps[name] = fut.result()
-
-    def gpu_step(
-        name: str, script: str, flags: list[str], limit: int, extra_env: dict[str, str]
-    ) -> None:
-        """One step script on the built libraries and blobs, its JSON in OUT_DIR/<name>.json."""
-        argv = [py, script, str(build), str(blobs), str(out / f"{name}.json"), *flags]
-        steps[name] = step(name, argv, out, dict(env, **extra_env), limit)
-
-    gpu_step("slim", "step_slim.py", [], 45, {})
-    gpu_step("breakdown", "step_breakdown.py", [], 90, {})
-    # With CUDA-graph replay: correctness of capture and replay, then latency.
-    gpu_step("slim_graphs", "step_slim.py", ["--graphs", "--no-controls"], 60, {})
-    # Without cuDNN and cuBLASLt (host convolution, legacy cuBLAS), for comparison.
-    gpu_step(
-        "slim_legacy", "step_slim.py", ["--bench-only"], 45,
-        {"SHIMKIT_CUDNN": "0", "SHIMKIT_CUBLASLT": "0"},
-    )  # fmt: skip
-    if "--no-nocache" not in sys.argv:
-        no_cache = {"SHIMKIT_CUDA_CACHING": "0"}
-        gpu_step("slim_nocache", "step_slim.py", ["--bench-only"], 40, no_cache)
-    gpu_step("probe", "step_probe.py", [], 70, {})
-    for mode in ("forward", "default"):
-        steps[f"torch_runner_{mode}"] = step(
-            f"torch_runner_{mode}",
-            [py, "step_torch_runner.py", str(blobs), str(out / f"torch_runner_{mode}.json"), mode],
-            out,
-            env,
-            40,
+        capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    py = sys.executable
+    # Stage 1: the libraries first (every compile checks its blob against their exports,
+    # through $SHIMKIT_LIB_DIR), then the cuDNN check and every model's blob in parallel.
+    exp.step("build", [py, str(GPU / "build_cuda_libs.py"), str(build)], 150)
+    jobs: dict[str, tuple[list[str], dict[str, str]]] = {"cudnn_check": (cudnn_check_argv(), {})}
+    compile_env = {"TORCHINDUCTOR_COMPILE_THREADS": "2"}
+    for name in [*models, "mlp_cpu"]:
+        reused = args.reuse_blobs and (args.reuse_blobs / f"{name}.so").exists()
+        if reused and (args.reuse_blobs / f"{name}.npz").exists():
+            for suffix in (".so", ".npz"):
+                shutil.copyfile(args.reuse_blobs / f"{name}{suffix}", blobs / f"{name}{suffix}")
+            continue
+        jobs[f"compile_{name}"] = (
+            [py, str(GPU / "step_compile.py"), name, str(blobs)],
+            compile_env,
         )
-    for name in ("mlp", "convnet"):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [
+            pool.submit(exp.step, n, argv, COMPILE_LIMIT, e) for n, (argv, e) in jobs.items()
+        ]
+        concurrent.futures.wait(futures)
+    for path in blobs.glob("compile_*.json"):
+        shutil.copyfile(path, out / path.name)
+
+    def measure(name: str) -> None:
+        """The slim step, then torch's, for one model."""
+        flags = ["--controls"] if name == "mlp" else []
+        exp.step(f"slim_{name}", [py, "step_slim.py", str(build), str(blobs),
+                 str(out / f"slim_{name}.json"), name, *flags], SLIM_LIMIT)  # fmt: skip
+        exp.step(f"torch_{name}", [py, "step_torch_runner.py", str(blobs),
+                 str(out / f"torch_{name}.json"), name], TORCH_LIMIT)  # fmt: skip
+
+    # Stage 2: the issue's models, one at a time on a quiet machine.
+    main_models = [m for m in models if m not in EXTRA_MODELS]
+    for name in main_models:
+        measure(name)
+    # Stage 3: the convolution diagnosis (legacy cuDNN API, per-call costs), the proofs.
+    for name in (m for m in CONV_MODELS if m in models):
+        exp.step(f"slim_legacy_{name}", [py, "step_slim.py", str(build), str(blobs),
+                 str(out / f"slim_legacy_{name}.json"), name, "--bench-only"], SLIM_LIMIT,
+                 {"SHIMKIT_CUDNN_API": "legacy"})  # fmt: skip
+    exp.step("breakdown", [py, "step_breakdown.py", str(build), str(blobs),
+             str(out / "breakdown.json")], 90)  # fmt: skip
+    exp.step("breakdown_legacy", [py, "step_breakdown.py", str(build), str(blobs),
+             str(out / "breakdown_legacy.json"), "--no-model"], 90,
+             {"SHIMKIT_CUDNN_API": "legacy"})  # fmt: skip
+    probed = [m for m in ("mlp", "resnet18", "bert2") if m in models]
+    exp.step("probe", [py, "step_probe.py", str(blobs), str(out / "probe.json"), *probed], 120)
+    # Stage 4: the extra coverage models, budget permitting.
+    for name in (m for m in models if m in EXTRA_MODELS):
+        measure(name)
+    for name in models:
         if (blobs / f"{name}.so").exists():
-            (out / f"{name}.so").write_bytes((blobs / f"{name}.so").read_bytes())
-    summary["steps"] = steps
-    results = ("slim", "slim_graphs", "slim_legacy", "slim_nocache", "probe", "breakdown")
-    for name in (*results, "torch_runner_forward", "torch_runner_default"):
-        path = out / f"{name}.json"
-        if path.exists():
-            summary[name] = json.loads(path.read_text())
-    for case in ("mlp", "convnet", "mlp_default", "mlp_cpu"):
-        path = blobs / f"compile_{case}.json"
-        if path.exists():
-            (out / path.name).write_text(path.read_text())
-            data = json.loads(path.read_text())
-            summary[f"compile_{case}"] = {
-                "seconds": data["compile_seconds"],
-                "problems": data["problems"],
-                "shim_imports": [len(b["shim_imports"]) for b in data["blobs"].values()],
-                "needed": [b["needed"] for b in data["blobs"].values()],
-            }
+            shutil.copyfile(blobs / f"{name}.so", out / f"{name}.so")
+    summary["steps"] = exp.steps
+    summary["table"] = model_table(exp, models)
+    summary["targets"] = targets(summary["table"])
+    for name in ("probe", "breakdown", "breakdown_legacy"):
+        summary[name] = exp.result(name)
+    summary["controls"] = get(exp.result("slim_mlp"), "controls")
+    summary["cudnn_check"] = exp.steps.get("cudnn_check")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps(summary, indent=1))
+    print(json.dumps({"table": summary["table"], "targets": summary["targets"]}, indent=1))
     return 0
 
 

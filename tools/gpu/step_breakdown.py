@@ -1,14 +1,18 @@
 """GPU experiment step: where a slim CUDA run's time goes.
 
-No torch in this process. Times, on the GPU, the pieces an MLP blob's run is
-made of, through the slim shim library itself (each through ctypes, ~1 us of
-Python per call included):
+No torch in this process. Times, on the GPU, the pieces a blob's run is made of,
+through the slim shim library itself (each through ctypes, ~1 us of Python per
+call included):
 
 - the fallback GEMMs the blob calls (`cuda_addmm_out` with a row bias,
   `cuda_mm_out`), synchronised after every call and issued back to back;
+- convolutions (`cuda_convolution`): a tiny one, whose GPU time is a few
+  microseconds, so that issued back to back its figure is the host's cost per
+  call, and a ResNet-18 stage-1 one, NCHW and channels_last, with bias; run
+  once with cuDNN's graph API (default) and once with SHIMKIT_CUDNN_API=legacy;
 - a device tensor's allocation and release (the caching allocator);
 - a stream synchronisation alone;
-- the whole blob run, synchronised after every run and only at the end
+- the whole MLP blob run, synchronised after every run and only at the end
   (SHIMKIT_BENCH_SYNC=end): with the latter, a host-bound run shows its
   issue cost.
 
@@ -27,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import slim_cuda
 from shimkit.config import load_config
+from shimkit.runtime.build import CUDA_RUNTIME_LIB, CUDA_SHIMS_LIB, RuntimeLibs
+from shimkit.runtime.cuda import CudaRuntime, cuda_runtime
 
 I64, I32 = ctypes.c_int64, ctypes.c_int32
 F32, CUDA = 6, 1
@@ -48,9 +53,9 @@ def per_call_us(fn: Callable[[], object], sync: Callable[[], object], each: bool
     return round((time.perf_counter() - start) / N * 1e6, 2)
 
 
-def shim_pieces(rt: slim_cuda.Runtime) -> dict[str, Any]:
+def shim_pieces(rt: CudaRuntime) -> dict[str, Any]:
     config = load_config()
-    shims = rt.shims
+    shims = rt.lib  # the runner's handle reaches the shim library it depends on
 
     def fn(name: str) -> Any:
         return getattr(shims, config.prefixed(name))
@@ -96,26 +101,67 @@ def shim_pieces(rt: slim_cuda.Runtime) -> dict[str, Any]:
     r["sync_alone_us"] = per_call_us(lambda: None, sync, True)
     noop = shims.shimkit_cuda_cached_bytes
     r["ctypes_call_us"] = per_call_us(lambda: noop(), lambda: None, False)
+    conv = fn("aoti_torch_cuda_convolution")
+    one2, zero2 = (I64 * 2)(1, 1), (I64 * 2)(0, 0)
+
+    def conv_case(x_shape: tuple[int, ...], w_shape: tuple[int, ...], last: bool) -> Any:
+        def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+            _, c, h, w = shape
+            return (c * h * w, 1, w * c, c) if last else (c * h * w, h * w, w, 1)
+
+        x, w = tensor(x_shape, strides(x_shape)), tensor(w_shape, strides(w_shape))
+        b = tensor((w_shape[0],), (1,))
+        pad = (I64 * 2)(w_shape[2] // 2, w_shape[3] // 2)
+
+        def once() -> None:
+            y = ctypes.c_void_p()
+            rc = conv(x, w, ctypes.byref(b), one2, I64(2), pad, I64(2), one2, I64(2), I32(0),
+                      zero2, I64(2), I64(1), ctypes.byref(y))  # fmt: skip
+            if rc != 0:
+                raise RuntimeError(shims.shimkit_shim_last_error().decode())
+            delete(y)
+
+        return once
+
+    shims.shimkit_shim_last_error.restype = ctypes.c_char_p
+    cases = {
+        "conv_tiny_8x8": ((1, 8, 8, 8), (8, 8, 3, 3), False),
+        "conv_resnet_56x56_nchw": ((1, 64, 56, 56), (64, 64, 3, 3), False),
+        "conv_resnet_56x56_channels_last": ((1, 64, 56, 56), (64, 64, 3, 3), True),
+    }
+    for name, (xs, ws, last) in cases.items():
+        try:
+            once = conv_case(xs, ws, last)
+            for each in (True, False):
+                tag = "sync_each" if each else "back_to_back"
+                r[f"{name}_{tag}_us"] = per_call_us(once, sync, each)
+        except RuntimeError as exc:
+            r[f"{name}_error"] = str(exc)
+    r["conv_api_counts"] = list(rt.conv_api_counts())
+    r["conv_counts"] = list(rt.conv_counts())
+    r["cudnn"] = rt.cudnn_info()
     return r
 
 
 def model_runs(build: Path, blobs: Path) -> dict[str, Any]:
     """The MLP blob's run, timed in C (shimkit_cuda_model_bench), in two child processes."""
+    if not (blobs / "mlp.so").exists():
+        return {"error": "no MLP blob"}
     code = (
-        "import sys, numpy as np, slim_cuda\n"
-        "rt = slim_cuda.Runtime(sys.argv[1])\n"
-        "ref = np.load(sys.argv[3])\n"
+        "import sys, numpy as np\n"
+        "from shimkit.runtime.blob import read_blob\n"
+        "from shimkit.runtime.cuda import CudaModel\n"
+        "ref = np.load(sys.argv[2])\n"
         "inputs = [ref[k] for k in sorted(ref.files) if k.startswith('in')]\n"
-        "m = rt.load(open(sys.argv[2], 'rb').read(), 0)\n"
-        "m.bench(inputs, 50)\n"
-        "print(round(m.bench(inputs, 2000) / 1e3, 2))\n"
+        "m = CudaModel(read_blob(sys.argv[1]), 0)\n"
+        "m.bench(*inputs, iterations=50)\n"
+        "print(round(m.bench(*inputs, iterations=2000) / 1e3, 2))\n"
     )
     r: dict[str, Any] = {}
     for mode in ("each", "end"):
-        env = dict(os.environ, SHIMKIT_BENCH_SYNC=mode)
+        env = dict(os.environ, SHIMKIT_BENCH_SYNC=mode, SHIMKIT_LIB_DIR=str(build))
         done = subprocess.run(
-            [sys.executable, "-c", code, str(build / "libshimkit_cuda_runtime.so"),
-             str(blobs / "mlp.so"), str(blobs / "mlp.npz")],
+            [sys.executable, "-c", code, str(blobs / "mlp.so"), str(blobs / "mlp.npz")],
             capture_output=True, text=True, env=env, timeout=60,
         )  # fmt: skip
         key = f"mlp_run_sync_{mode}_us"
@@ -125,8 +171,10 @@ def model_runs(build: Path, blobs: Path) -> dict[str, Any]:
 
 def main() -> int:
     build, blobs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    rt = slim_cuda.Runtime(build / "libshimkit_cuda_runtime.so")
-    report = {"shim_pieces": shim_pieces(rt), "model": model_runs(build, blobs)}
+    rt = cuda_runtime(RuntimeLibs(build / CUDA_SHIMS_LIB, build / CUDA_RUNTIME_LIB))
+    report: dict[str, Any] = {"shim_pieces": shim_pieces(rt)}
+    if "--no-model" not in sys.argv:
+        report["model"] = model_runs(build, blobs)
     out.write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
     return 0

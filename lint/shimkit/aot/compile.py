@@ -159,9 +159,11 @@ def compile_exported(
     label: str | None = None,
     show_progress: bool = True,
     target: str | None = DEFAULT_TARGET,
+    device: str = "cpu",
 ) -> CompileResult:
     """Compile an ExportedProgram into a prefixed .pt2 at `output` (atomically), its blobs
-    checked against `target`'s shims (`shimkit.aot.targets`; None: no closure check)."""
+    checked against `target`'s shims (`shimkit.aot.targets`; None: no closure check).
+    `device` "cuda" (a program exported on CUDA) also embeds the kernels in the blob."""
     torch = require_torch()
     config = config or load_config()
     out = prepare_output(output, force)
@@ -169,6 +171,10 @@ def compile_exported(
     providers = provided_names(chosen, config) if chosen is not None else None
     names = shim_names(find_torch().include_dir)
     options, native = inductor_configs(torch, config, names)
+    if device == "cuda":
+        from shimkit.aot.cuda import embed_kernels
+
+        embed_kernels(torch, options)
     label = label or str(out)
     with staged_output(out) as temp:
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
@@ -190,11 +196,19 @@ def compile_model(
     force: bool = False,
     show_progress: bool = True,
     target: str | None = DEFAULT_TARGET,
+    device: str = "cpu",
+    decompose_attention: bool = False,
 ) -> CompileResult:
-    """Export `model` on `example_inputs` and compile it into a prefixed .pt2."""
+    """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
+    compile_exported; `decompose_attention`: attention in its math form first,
+    `shimkit.aot.attention`)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
+    if decompose_attention:
+        from shimkit.aot.attention import decompose_attention as to_math
+
+        exported, _ = to_math(torch, exported)
     return compile_exported(
         exported,
         output,
@@ -203,4 +217,5 @@ def compile_model(
         label=label,
         show_progress=show_progress,
         target=target,
+        device=device,
     )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from types import ModuleType
 
 from shimkit.aot.targets import DEFAULT_TARGET, TARGETS
 from shimkit.config import load_config
+from shimkit.errors import ShimkitError
 
 HELP = "compile MODEL.py (or a saved ExportedProgram) into a .pt2 whose blob imports prefixed shims"
 
@@ -26,9 +28,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         choices=tuple(TARGETS),
-        default=DEFAULT_TARGET,
+        default=None,
         help="the runtime the package must load on; its blobs are checked against that "
-        "runtime's shims before the package is written (default: %(default)s)",
+        f"runtime's shims before the package is written (default: {DEFAULT_TARGET}, "
+        "slim-cuda with --device cuda)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="compile for this device (the model and its example inputs are moved there; "
+        "CUDA blobs get their kernels embedded); cuda needs a CUDA build of torch and a GPU "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--decompose-attention",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compile scaled_dot_product_attention in its math form, so Inductor generates the "
+        "kernels instead of calling a fused fallback the slim shims may lack "
+        "(default: on for cuda, off for cpu)",
     )
 
 
@@ -42,21 +61,67 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     source = Path(args.model)
     output = Path(args.output)
+    cuda = args.device == "cuda"
+    target = args.target or ("slim-cuda" if cuda else DEFAULT_TARGET)
+    if target == ("slim-cpu" if cuda else "slim-cuda"):
+        raise ShimkitError(
+            f"--target {target} does not run blobs compiled for --device {args.device}"
+        )
     torch = require_torch()
+    if cuda:
+        from shimkit.aot.cuda import require_cuda_torch
+
+        require_cuda_torch(torch)
     check_output(output, args.force)  # fail before the (slow) export
     if source.suffix in EXPORTED_SUFFIXES:
         exported = load_exported_program(source, torch)
+        if cuda:
+            exported = _moved_to_cuda(torch, exported, source)
     else:
         model, inputs = load_model_file(source, torch, args.model_attr, args.inputs_attr)
+        if cuda:
+            model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
         exported = export_program(torch, model, inputs, str(source))
+    if cuda if args.decompose_attention is None else args.decompose_attention:
+        from shimkit.aot.attention import decompose_attention
+
+        exported, count = decompose_attention(torch, exported)
+        if count:
+            print(
+                f"{source}: {count} scaled_dot_product_attention call(s) compiled in their math "
+                "form (Inductor generates the kernels; no attention fallback shim)"
+            )
     result = compile_exported(
-        exported, output, config=config, force=args.force, label=str(source), target=args.target
+        exported,
+        output,
+        config=config,
+        force=args.force,
+        label=str(source),
+        target=target,
+        device=args.device,
     )
     for name, image in result.blobs.items():
         prefixed = [s for s in image.imports if config.is_prefixed_family(s.name)]
         how = "torch's shim_symbol_prefix" if result.native_prefix else "the rename header"
+        kernels = ", CUDA kernels embedded" if cuda else ""
         print(
             f"{result.path}: {name}: {len(prefixed)} prefixed shim imports ({how}), all "
-            f"defined by --target {args.target}, no libtorch NEEDED, {len(image.exports)} exports"
+            f"defined by --target {target}{kernels}, no libtorch NEEDED, "
+            f"{len(image.exports)} exports"
         )
     return 0
+
+
+def _to_cuda(value: object) -> object:
+    to = getattr(value, "to", None)
+    return to("cuda") if callable(to) else value
+
+
+def _moved_to_cuda(torch: ModuleType, exported: object, source: Path) -> object:
+    move = getattr(getattr(torch.export, "passes", None), "move_to_device_pass", None)
+    if move is None:
+        raise ShimkitError(
+            f"{source}: this torch cannot move a saved ExportedProgram to CUDA; export it on "
+            "CUDA or pass the model file"
+        )
+    return move(exported, "cuda")

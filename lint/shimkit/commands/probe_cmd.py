@@ -20,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-libtorch", action="store_true", help="do not load libtorch first (not the worst case)"
     )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help="cpu, cuda or cuda:N (default auto: cuda for a blob built for CUDA, else cpu)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -27,14 +33,17 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     from shimkit.runtime.probe import probe
 
-    report = probe(args.blob, config=config, with_libtorch=not args.no_libtorch)
+    report = probe(args.blob, config=config, with_libtorch=not args.no_libtorch, device=args.device)
     code = 0 if report.ok else EXIT_UNPREFIXED
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2))
         return code
     print(f"blob:     {report.blob}")
+    print(f"device:   {report.device}")
     print(f"provider: {report.provider}")
     print(f"libtorch: {report.libtorch or '(not loaded)'}")
+    if report.libtorch_cuda:
+        print(f"          {report.libtorch_cuda}")
     if report.lint_errors:
         print(f"REJECTED by the linter before loading ({len(report.lint_errors)} errors):")
         for line in report.lint_errors[:5]:
@@ -47,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         where = (
             "slim shims"
             if b.library == report.provider
-            else ("LIBTORCH" if b.library == report.libtorch else (b.library or "unresolved"))
+            else ("LIBTORCH" if b in report.to_libtorch else (b.library or "unresolved"))
         )
         print(f"  {b.symbol:60s} -> {where}")
     print(

@@ -14,7 +14,10 @@ from shimkit.config import load_config
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 
-HELP = "run a prefixed AOTInductor blob (.pt2 or .so) on the slim CPU runtime, without libtorch"
+HELP = (
+    "run a prefixed AOTInductor blob (.pt2 or .so) on the slim CPU or CUDA runtime, "
+    "without libtorch"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeat", type=_positive, metavar="N", help="also time N more runs (N >= 1)"
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        metavar="DEVICE",
+        help="cpu, cuda or cuda:N (default auto: cuda for a blob built for CUDA, else cpu)",
+    )
+    parser.add_argument(
+        "--graphs",
+        action="store_true",
+        help="CUDA only: replay each run as a CUDA graph (after an eager warm-up run)",
     )
     parser.add_argument("--no-lint", action="store_true", help="skip the in-process linter")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -74,9 +88,10 @@ def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    from shimkit.runtime import load
+    from shimkit.runtime import blob_device, load
 
-    model = load(args.blob, lint=not args.no_lint, config=config)
+    device = blob_device(args.blob) if args.device == "auto" else args.device
+    model = load(args.blob, device=device, graphs=args.graphs, lint=not args.no_lint, config=config)
     with model:
         if args.zeros:
             specs = model.input_specs
@@ -99,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "blob": str(args.blob),
+                    "device": model.device,
                     "outputs": [{"dtype": o.dtype.name, "shape": list(o.shape)} for o in outputs],
                     "latency_us": latency_us,
                 },

@@ -1,15 +1,16 @@
-"""Run prefixed AOTInductor blobs on shimkit's slim CPU shims, from Python.
+"""Run prefixed AOTInductor blobs on shimkit's slim shims, from Python, CPU or CUDA.
 
-    model = shimkit.runtime.load("model.pt2")   # or a blob .so
-    outputs = model(x)                          # numpy arrays or CPU torch tensors in,
-                                                # a list of numpy arrays out
+    model = shimkit.runtime.load("model.pt2")                  # slim CPU runtime
+    model = shimkit.runtime.load("model.pt2", device="cuda")   # slim CUDA runtime
+    outputs = model(x)         # numpy arrays (or torch tensors) in, a list of numpy arrays out
 
-The C libraries come from $SHIMKIT_LIB_DIR, the package (a wheel), or a build
-of the checkout (see `shimkit.runtime.build`). libtorch may be loaded in the same process: blobs
-bind only to the private, prefixed shims.
+The C libraries come from $SHIMKIT_LIB_DIR, the package (a wheel; CPU only), or a
+build of the checkout (see `shimkit.runtime.build`). libtorch may be loaded in the same
+process: blobs bind only to the private, prefixed shims. A process holds the CPU or the
+CUDA runtime, not both (they export the same names).
 """
 
-from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
+from shimkit.runtime.blob import BlobSource, InputSpec, blob_device, read_blob
 from shimkit.runtime.model import Model, load
 
-__all__ = ["BlobSource", "InputSpec", "Model", "load", "read_blob"]
+__all__ = ["BlobSource", "InputSpec", "Model", "blob_device", "load", "read_blob"]

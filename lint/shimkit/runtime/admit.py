@@ -1,6 +1,7 @@
 """What a blob must pass before the slim runtime loads it: readable, built for this host,
 and clean by the linter's error rules with the runtime's shim library as the provider
-(`shimkit.checks.blob`). `shimkit.runtime.load` and `shimkit probe` both call these."""
+(`shimkit.checks.blob`); a CUDA blob is not loaded on the CPU runtime. `shimkit.runtime.load`
+(CPU and CUDA) and `shimkit probe` all call these."""
 
 from __future__ import annotations
 
@@ -87,3 +88,28 @@ def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str
         raise ShimkitError(f"{provider}: cannot read the shim library: {exc.strerror}") from None
     findings = blob_findings(image, config, providers=(s.name for s in exports))
     return [f"{f.rule_id}: {f.message}" for f in findings if f.severity is Severity.ERROR]
+
+
+def refuse_unless_clean(
+    data: bytes, where: str, config: ShimConfig, provider: Path, device: str
+) -> None:
+    """The linter on blob bytes about to be loaded against `provider` (the slim shims of
+    `device`, "cpu" or "cuda", serving `config`'s prefix): a one-line ShimkitError saying
+    the blob was built for CUDA when the CPU runtime is to load it, or for another prefix
+    than the one served, or naming the first error finding (and how many more); else
+    nothing."""
+    from shimkit.runtime.cuda import built_for_cuda
+
+    try:
+        image = read_loadable_image(data, where)
+    except ShimkitError as exc:
+        why = str(exc).removeprefix(f"{where}: ")
+        raise ShimkitError(f"{where}: rejected by the linter: {why}") from None
+    if device == "cpu" and built_for_cuda([s.name for s in image.imports]):
+        raise ShimkitError(f"{where}: built for CUDA; load it with device='cuda'")
+    check_served_prefix(image, config, where)
+    errors = lint_errors(image, config, provider)
+    if errors:
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        first = errors[0].removeprefix(f"{where}: ")
+        raise ShimkitError(f"{where}: rejected by the linter: {first}{more}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
@@ -116,3 +118,44 @@ def read_blob(path: str | Path) -> BlobSource:
         where = f"{path}:{source.member}" if source.member else str(path)
         raise ShimkitError(f"{where}: blob is not an ELF file")
     return source
+
+
+_Loaded = TypeVar("_Loaded", bound="LoadedBlob")
+
+
+class LoadedBlob:
+    """What a loaded model shares, CPU or CUDA: where it came from, for messages, and
+    closing it (explicitly, on leaving a `with` block, or when it is collected)."""
+
+    source: BlobSource
+
+    def _where(self) -> str:
+        src = self.source
+        return f"{src.path}:{src.member}" if src.member else str(src.path)
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Loaded) -> _Loaded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
+            self.close()
+
+
+def blob_device(path: str | Path) -> str:
+    """ "cuda" when the blob at `path` (.pt2 or .so) was built for CUDA (its imports say
+    so), else "cpu" (also when it cannot be read: loading it then says why)."""
+    from shimkit.elf import ElfFormatError, read_elf
+    from shimkit.runtime.cuda import built_for_cuda
+
+    source = read_blob(path)
+    try:
+        image = read_elf(source.data, str(source.path))
+    except ElfFormatError:
+        return "cpu"
+    return "cuda" if built_for_cuda([s.name for s in image.imports]) else "cpu"

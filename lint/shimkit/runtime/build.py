@@ -1,9 +1,10 @@
-"""Find the slim shim and runtime libraries and the fast-call extension (or build them).
+"""Find (or build) the slim shim and runtime libraries, CPU and CUDA, and the fast-call extension.
 
 Lookup order (`find_libraries`):
 1. `$SHIMKIT_LIB_DIR`: a directory holding `libshimkit_shims.so` and
    `libshimkit_runtime.so` (Bazel's `bazel-bin/runtime`, or a runtime built for
-   another prefix with the CMake package).
+   another prefix with the CMake package), or, for CUDA, `libshimkit_cuda_shims.so`
+   and `libshimkit_cuda_runtime.so`.
 2. The libraries shipped in the package (a wheel: `shimkit/_native/lib`, see
    `shimkit.native`), built at wheel-build time for shimkit's default prefix.
 3. In a checkout (an editable install, development): a CMake build of
@@ -133,46 +134,57 @@ def build_run_blob(libs: RuntimeLibs) -> Path:
     return program
 
 
-def build_cuda_shims(out_dir: Path | None = None) -> Path:
-    """The slim CUDA shim library, built without a GPU (it opens the CUDA libraries at
-    run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone only when a
-    source, the builder or the checkout's prefix file change. (It serves the checkout's
-    prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
+CUDA_SHIMS_LIB = "libshimkit_cuda_shims.so"
+CUDA_RUNTIME_LIB = "libshimkit_cuda_runtime.so"
+
+
+def build_cuda(out_dir: Path | None = None) -> RuntimeLibs:
+    """The slim CUDA shim and runtime libraries, built without a GPU (they open the CUDA
+    libraries at run time) by tools/gpu/build_cuda_libs.py into build/cuda/<key>/, redone
+    only when a source, the builder or the checkout's prefix file change. (They serve the
+    checkout's prefix, rules/shim_symbol_prefix.bzl, as that builder reads it.)"""
     import importlib.util
 
-    root = _checkout_or_error("slim CUDA shims (they build in a checkout)")
+    root = _checkout_or_error("slim CUDA libraries (they build in a checkout)")
     cuda_builder = root / "tools" / "gpu" / "build_cuda_libs.py"
+    if shutil.which("g++") is None:
+        raise ShimkitError(f"g++ not found: install it or set ${LIB_DIR_ENV}")
     spec = importlib.util.spec_from_file_location("build_cuda_libs", cuda_builder)
     assert spec is not None and spec.loader is not None
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
     digest = hashlib.sha256()
-    inputs = [cuda_builder, root / "rules" / "shim_symbol_prefix.bzl"]
+    inputs = [cuda_builder, root / "native_sources.bzl", root / "rules" / "shim_symbol_prefix.bzl"]
     inputs += [*(root / "shims").rglob("*"), *(root / "runtime").rglob("*")]
     for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     out = out_dir or root / "build" / "cuda" / digest.hexdigest()[:16]
-    library = out / builder.SHIMS_LIB
+    libs = RuntimeLibs(out / CUDA_SHIMS_LIB, out / CUDA_RUNTIME_LIB)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not library.is_file():
+        if not (libs.shims.is_file() and libs.runtime.is_file()):
             try:
                 builder.build(out)
             except builder.BuildError as exc:
                 first = (str(exc).strip().splitlines() or ["?"])[-1]
                 raise ShimkitError(
-                    f"{cuda_builder}: the CUDA shims do not build: {first}"
+                    f"{cuda_builder}: the CUDA libraries do not build: {first}"
                 ) from None
-    return library
+    return libs
 
 
 def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
     """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
     runtime may import. The one place that knows where each is built."""
     if device == "cuda":
-        return build_cuda_shims()
+        cuda = find_cuda_libraries()
+        if cuda.shims.is_file():
+            return cuda.shims
+        from shimkit.runtime.cuda import cuda_runtime  # $SHIMKIT_LIB_DIR: the runtime knows
+
+        return cuda_runtime(cuda).provider
     libs = find_libraries(config=config)
     if libs.shims.is_file():
         return libs.shims
@@ -184,17 +196,25 @@ def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
     return provider
 
 
+def _from_lib_dir(shims: str, runtime: str) -> RuntimeLibs | None:
+    """The libraries in $SHIMKIT_LIB_DIR, if it is set. The shim library may sit
+    elsewhere (Bazel's _solib_*): the runtime finds it through its NEEDED entry and
+    reports the real path once loaded, so only the runtime must be there."""
+    env = os.environ.get(LIB_DIR_ENV)
+    if not env:
+        return None
+    libs = RuntimeLibs(Path(env) / shims, Path(env) / runtime)
+    if not libs.runtime.is_file():
+        raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
+    return libs
+
+
 def find_libraries(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLibs:
     """The libraries to load: $SHIMKIT_LIB_DIR, else shipped (they serve shimkit's default
     prefix), else a checkout build for `config`'s prefix."""
-    env = os.environ.get(LIB_DIR_ENV)
-    if env:
-        # The shim library may sit elsewhere (Bazel's _solib_*); the runtime
-        # finds it through its NEEDED entry and reports the real path once loaded.
-        libs = RuntimeLibs(Path(env) / SHIMS_LIB, Path(env) / RUNTIME_LIB)
-        if not libs.runtime.is_file():
-            raise ShimkitError(f"{libs.runtime}: not found (${LIB_DIR_ENV}={env})")
-        return libs
+    from_env = _from_lib_dir(SHIMS_LIB, RUNTIME_LIB)
+    if from_env is not None:
+        return from_env
     lib_dir = native.shipped_lib_dir()
     if lib_dir is not None and variant == "release":
         return RuntimeLibs(lib_dir / SHIMS_LIB, lib_dir / RUNTIME_LIB)
@@ -204,6 +224,11 @@ def find_libraries(variant: str = "release", config: ShimConfig | None = None) -
             "(the wheel ships 'release')"
         )
     return build(variant, config=config)
+
+
+def find_cuda_libraries() -> RuntimeLibs:
+    """The CUDA libraries to load: from $SHIMKIT_LIB_DIR, else a (cached) checkout build."""
+    return _from_lib_dir(CUDA_SHIMS_LIB, CUDA_RUNTIME_LIB) or build_cuda()
 
 
 def build_fastcall() -> Path:

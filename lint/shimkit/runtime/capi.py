@@ -117,6 +117,21 @@ class RuntimeLib:
 
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], RuntimeLib] = {}
+_PROVIDER: dict[str, tuple[str, Path]] = {}
+
+
+def claim_provider(kind: str, runtime: Path) -> None:
+    """Records that this process loads the `kind` ("cpu" or "cuda") slim runtime. The CPU
+    and CUDA shim libraries export the same prefixed names, so a process holds one of them:
+    asking for the other is refused in one line, before anything is loaded."""
+    with _LOCK:
+        held = _PROVIDER.setdefault("held", (kind, runtime))
+    if held[0] != kind:
+        raise ShimkitError(
+            f"{runtime}: this process already loaded the slim {held[0].upper()} runtime "
+            f"({held[1]}); the CPU and CUDA shims export the same names, so one process "
+            f"holds one of them: run {kind.upper()} blobs in another process"
+        )
 
 
 def runtime_lib(variant: str = "release", config: ShimConfig | None = None) -> RuntimeLib:
@@ -125,6 +140,12 @@ def runtime_lib(variant: str = "release", config: ShimConfig | None = None) -> R
     config = config or load_config()
     key = (variant, config.prefix)
     with _LOCK:
+        loaded = _LOADED.get(key)
+    if loaded is not None:
+        return loaded
+    libs = find_libraries(variant, config)
+    claim_provider("cpu", libs.runtime)
+    with _LOCK:
         if key not in _LOADED:
-            _LOADED[key] = RuntimeLib(find_libraries(variant, config))
+            _LOADED[key] = RuntimeLib(libs)
         return _LOADED[key]

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
-from shimkit.runtime.admit import (
-    check_served_prefix,
-    lint_errors,
-    read_loadable_image,
-    served_config,
-)
-from shimkit.runtime.blob import BlobSource, InputSpec, read_blob
+from shimkit.runtime.admit import refuse_unless_clean, served_config
+from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
+if TYPE_CHECKING:
+    from shimkit.runtime.cuda import CudaModel
 
-def _as_array(value: Any, index: int) -> np.ndarray:
-    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense)."""
+
+def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
+    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense); with
+    `any_device`, a tensor on another device is copied to the host (the CUDA runtime
+    uploads host arrays), else it is refused in one line."""
     if isinstance(value, np.ndarray):
         return value
     if value is None:
@@ -34,7 +33,12 @@ def _as_array(value: Any, index: int) -> np.ndarray:
     device = getattr(value, "device", None)
     if device is not None and hasattr(value, "numpy"):
         if getattr(device, "type", "cpu") != "cpu":
-            raise ShimkitError(f"input {index}: tensor is on {device}; the runtime is CPU-only")
+            if any_device:
+                return value.detach().cpu().numpy()
+            raise ShimkitError(
+                f"input {index}: tensor is on {device}, and this model runs on the slim CPU "
+                "runtime (a CUDA blob loads with device='cuda')"
+            )
         return value.detach().numpy()
     try:
         array = np.asarray(value)
@@ -57,7 +61,8 @@ def _address(array: np.ndarray) -> int:
         return int(array.ctypes.data)
 
 
-def _check_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
+def check_input_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
+    """One-line error unless `array` has the dtype and sizes the blob recorded."""
     if spec.dtype is not None and array.dtype.name != spec.dtype:
         raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {array.dtype.name}")
     if spec.shape is not None:
@@ -74,7 +79,7 @@ def _decline(inputs: Sequence[Any]) -> None:
     return None
 
 
-class Model:
+class Model(LoadedBlob):
     """A loaded blob. Not copyable; `close()` (or GC) unloads it."""
 
     def __init__(
@@ -158,22 +163,19 @@ class Model:
         provider = self._rt.provider_path()
         if provider is None:
             raise ShimkitError(f"{self._rt.paths.runtime}: {self._rt.last_error()}")
-        try:
-            image = read_loadable_image(self.source.data, self._where())
-        except ShimkitError as exc:
-            why = str(exc).removeprefix(f"{self._where()}: ")
-            raise ShimkitError(f"{self._where()}: rejected by the linter: {why}") from None
         served = served_config(config, self._rt.prefix(), self._rt.paths.runtime)
-        check_served_prefix(image, served, self._where())
-        errors = lint_errors(image, served, provider)
-        if errors:
-            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-            first = errors[0].removeprefix(f"{self._where()}: ")
-            raise ShimkitError(f"{self._where()}: rejected by the linter: {first}{more}")
+        refuse_unless_clean(self.source.data, self._where(), served, provider, "cpu")
 
-    def _where(self) -> str:
-        src = self.source
-        return f"{src.path}:{src.member}" if src.member else str(src.path)
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def load_base(self) -> int:
+        """Where the blob is mapped (for reading its resolved GOT entries)."""
+        if self._handle is None:
+            raise ShimkitError(f"{self._where()}: model is closed")
+        return int(self._rt.lib.shimkit_model_load_base(self._handle))
 
     @property
     def input_names(self) -> list[str | None]:
@@ -207,7 +209,7 @@ class Model:
                 # descriptor, data pointer included, is still right.
                 arrays.append(value)
                 continue
-            array = value if type(value) is np.ndarray else _as_array(value, i)
+            array = value if type(value) is np.ndarray else as_array(value, i)
             key = (array.shape, array.dtype.num)
             if geometry[i] != key:
                 self._describe_input(i, array)
@@ -223,7 +225,7 @@ class Model:
 
     def _describe_input(self, i: int, array: np.ndarray) -> None:
         if self.input_specs is not None:
-            _check_spec(array, self.input_specs[i], i)
+            check_input_spec(array, self.input_specs[i], i)
         code = DTYPE_CODES.get(array.dtype.name)
         if code is None:
             raise ShimkitError(f"input {i}: unsupported dtype {array.dtype.name}")
@@ -351,28 +353,30 @@ class Model:
                 self._rt.lib.shimkit_model_free(self._handle)
                 self._handle = None
 
-    def __enter__(self) -> Model:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown: nothing to do
-            self.close()
-
 
 def load(
     path: str | os.PathLike[str],
     *,
+    device: str = "cpu",
+    graphs: bool = False,
     variant: str = "release",
     lint: bool = True,
     config: ShimConfig | None = None,
-) -> Model:
-    """Load a `.pt2` package or a blob `.so` onto the slim runtime.
+) -> Model | CudaModel:
+    """Load a `.pt2` package or a blob `.so` onto the slim runtime of `device`.
 
-    With `lint` (default) the shimkit linter checks the blob in process first,
-    with `config` (default: `load_config()`); the C loader then checks its ELF
-    imports and entry points itself before dlopen either way.
+    `device`: "cpu" (the slim CPU runtime) or "cuda" / "cuda:N" (the slim CUDA
+    runtime; `graphs=True` replays each run as a CUDA graph after an eager
+    warm-up). With `lint` (default) the shimkit linter checks the blob in process
+    first, with `config` (default: `load_config()`); the C loader then checks its
+    ELF imports and entry points itself before dlopen either way.
     """
-    return Model(read_blob(Path(path)), variant=variant, lint=lint, config=config)
+    from shimkit.runtime.cuda import CudaModel, parse_device
+
+    index = parse_device(device)
+    source = read_blob(Path(path))
+    if index is not None:
+        return CudaModel(source, index, graphs=graphs, lint=lint, config=config)
+    if graphs:
+        raise ShimkitError(f"{path}: graphs=True replays CUDA graphs; it needs device='cuda'")
+    return Model(source, variant=variant, lint=lint, config=config)

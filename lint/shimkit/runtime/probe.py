@@ -30,6 +30,7 @@ from shimkit.runtime.admit import (
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
 from shimkit.runtime.blob import read_blob
 from shimkit.runtime.capi import runtime_lib
+from shimkit.runtime.cuda import CudaModel, cuda_runtime
 from shimkit.runtime.model import Model
 
 
@@ -38,6 +39,8 @@ class ProbeReport:
     blob: str
     provider: str
     libtorch: str | None
+    device: str = "cpu"
+    libtorch_cuda: str | None = None
     lint_errors: list[str] = field(default_factory=list)
     loaded_by_runtime: bool = False
     ran: bool = False
@@ -49,7 +52,8 @@ class ProbeReport:
 
     @property
     def to_libtorch(self) -> list[Binding]:
-        return [b for b in self.bindings if self.libtorch and b.library == self.libtorch]
+        torch_libs = {lib for lib in (self.libtorch, self.libtorch_cuda) if lib}
+        return [b for b in self.bindings if b.library in torch_libs]
 
     @property
     def ok(self) -> bool:
@@ -67,17 +71,27 @@ class ProbeReport:
         return data
 
 
-def load_libtorch_global() -> str:
-    """Make libtorch_cpu.so's symbols global in this process; returns its path."""
+def load_libtorch_global(cuda: bool = False) -> tuple[str, str | None]:
+    """Make libtorch_cpu.so's symbols global in this process, and libtorch_cuda.so's when
+    `cuda` and this torch has it (where torch's CUDA shims live); returns their paths."""
     import ctypes
 
     try:
         import torch
     except ImportError:
         raise ShimkitError("torch is not installed: cannot put libtorch next to the blob") from None
-    path = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
-    ctypes.CDLL(str(path), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
-    return os.path.realpath(path)
+    lib = Path(torch.__file__).parent / "lib"
+    paths: list[str | None] = []
+    for name, wanted in (("libtorch_cpu.so", True), ("libtorch_cuda.so", cuda)):
+        path = lib / name
+        if wanted and path.is_file():
+            ctypes.CDLL(str(path), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+            paths.append(os.path.realpath(path))
+        else:
+            paths.append(None)
+    if paths[0] is None:
+        raise ShimkitError(f"{lib}: no libtorch_cpu.so in this torch")
+    return paths[0], paths[1]
 
 
 def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
@@ -88,7 +102,7 @@ def _shim_imports(image: ElfImage, config: ShimConfig) -> set[str]:
     }
 
 
-def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
+def _raw_bindings_in_child(data: bytes, location: str, cuda: bool) -> list[Binding]:
     """Negative control: dlopen the blob directly next to libtorch, in a child.
 
     The child gets the blob in an anonymous memory file (nothing on disk for a kill to
@@ -103,7 +117,8 @@ def _raw_bindings_in_child(data: bytes, location: str) -> list[Binding]:
         with open(fd, "wb", closefd=False) as handle:
             handle.write(data)
         proc = subprocess.run(
-            [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", raw],
+            [sys.executable, "-m", "shimkit.runtime.probe", "--raw-child", raw]
+            + (["--cuda"] if cuda else []),
             capture_output=True,
             text=True,
             timeout=300,
@@ -125,36 +140,57 @@ def probe(
     config: ShimConfig | None = None,
     with_libtorch: bool = True,
     run: bool = True,
+    device: str = "auto",
 ) -> ProbeReport:
     """Lint, load and inspect one blob; see the module docstring. `config`: the prefix
-    configuration (default: `load_config()`)."""
+    configuration (default: `load_config()`). `device` "auto" picks the CUDA runtime for a
+    blob built for CUDA, else the CPU one; "cpu", "cuda", "cuda:N" force one."""
     import numpy as np
 
+    from shimkit.runtime.cuda import built_for_cuda, parse_device
+
     config = config or load_config()
-    libtorch = load_libtorch_global() if with_libtorch else None
     source = read_blob(path)
     location = f"{source.path}!{source.member}" if source.member else str(source.path)
-    rt = runtime_lib(config=config)
-    provider_path = rt.provider_path()
-    if provider_path is None:
-        raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
-    provider = os.path.realpath(provider_path)
     image = read_loadable_image(source.data, location)
-    config = served_config(config, rt.prefix(), rt.paths.runtime)
+    if device == "auto":
+        device = "cuda" if built_for_cuda([s.name for s in image.imports]) else "cpu"
+    index = parse_device(device)
+    libtorch, libtorch_cuda = (
+        load_libtorch_global(cuda=index is not None) if with_libtorch else (None, None)
+    )
+    model: Model | CudaModel
+    if index is None:
+        rt = runtime_lib(config=config)
+        provider_path = rt.provider_path()
+        if provider_path is None:
+            raise ShimkitError(f"{rt.paths.runtime}: {rt.last_error()}")
+        config = served_config(config, rt.prefix(), rt.paths.runtime)
+    else:
+        provider_path = cuda_runtime().provider
+    provider = os.path.realpath(provider_path)
     check_served_prefix(image, config, location)
-    report = ProbeReport(blob=location, provider=provider, libtorch=libtorch)
+    report = ProbeReport(
+        blob=location,
+        provider=provider,
+        libtorch=libtorch,
+        device=device,
+        libtorch_cuda=libtorch_cuda,
+    )
     report.lint_errors = lint_errors(image, config, Path(provider))
     wanted = _shim_imports(image, config)
     if report.lint_errors:
         if libtorch is not None:
-            raw = _raw_bindings_in_child(source.data, location)
+            raw = _raw_bindings_in_child(source.data, location, index is not None)
             report.bindings = [b for b in raw if b.symbol in wanted]
         return report
-    model = Model(source, lint=False, config=config)
+    if index is None:
+        model = Model(source, lint=False, config=config)
+    else:
+        model = CudaModel(source, index, lint=False)
     try:
         report.loaded_by_runtime = True
-        base = int(rt.lib.shimkit_model_load_base(model._handle))
-        report.bindings = resolved_imports(source.data, base, wanted)
+        report.bindings = resolved_imports(source.data, model.load_base, wanted)
         if (
             run
             and model.input_specs is not None
@@ -169,10 +205,10 @@ def probe(
     return report
 
 
-def _raw_child(path: str) -> int:
+def _raw_child(path: str, cuda: bool) -> int:
     import ctypes
 
-    load_libtorch_global()
+    load_libtorch_global(cuda)
     data = Path(path).read_bytes()
     handle = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
     entry = ctypes.cast(handle.AOTInductorModelContainerRun, ctypes.c_void_p).value or 0
@@ -188,9 +224,9 @@ def _raw_child(path: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--raw-child":
-        raise SystemExit(_raw_child(sys.argv[2]))
-    raise SystemExit("usage: python -m shimkit.runtime.probe --raw-child BLOB.so")
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--raw-child":
+        raise SystemExit(_raw_child(sys.argv[2], sys.argv[3:] == ["--cuda"]))
+    raise SystemExit("usage: python -m shimkit.runtime.probe --raw-child BLOB.so [--cuda]")
 
 
 __all__ = ["Binding", "ProbeReport", "library_of", "load_libtorch_global", "probe"]

@@ -1,13 +1,16 @@
 /* A stand-in cuBLASLt for CI (no GPU): column-major D = alpha op(A) op(B) +
- * beta C (+ bias per row of D with the bias epilogue), plain loops over host
- * memory. Strict where a wrong call would hide: layouts must agree with the
- * op flags, only the algorithm its heuristic returned runs, and the
- * workspace must be the size that algorithm asked for.
+ * beta C (+ bias per row of D with the bias epilogue), for float32, float16
+ * and bfloat16 data (float32 arithmetic, results rounded to D's type) and
+ * strided batches, plain loops over host memory. Strict where a wrong call
+ * would hide: layouts must agree with the op flags and with each other's
+ * data type and batch, only the algorithm its heuristic returned runs, and
+ * the workspace must be the size that algorithm asked for.
  *
- * FAKE_CUBLASLT_IGNORE_BIAS=1 drops the epilogue's bias and
- * FAKE_CUBLASLT_IGNORE_TRANS=1 the op flags (negative controls for the
- * shims' logic); FAKE_CUBLASLT_REFUSE=1 offers no algorithm (the shims must
- * fall back to legacy cuBLAS). fake_cublaslt_counter() counts calls. */
+ * FAKE_CUBLASLT_IGNORE_BIAS=1 drops the epilogue's bias,
+ * FAKE_CUBLASLT_IGNORE_TRANS=1 the op flags, and FAKE_CUBLASLT_BF16_AS_F16=1
+ * reads bfloat16 data as float16 (negative controls for the shims' logic); FAKE_CUBLASLT_REFUSE=1
+ * offers no algorithm (the shims must fall back to legacy cuBLAS). fake_cublaslt_counter() counts
+ * calls. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +37,45 @@ typedef struct {
 typedef struct {
   int32_t ta, tb;
   uint32_t epilogue;
-  const float* bias;
+  const void* bias;
 } Desc;
 typedef struct {
   uint64_t rows, cols;
   int64_t ld;
+  int type;
+  int32_t batch;
+  int64_t batch_stride;
 } Layout;
+
+enum { R_32F = 0, R_16F = 2, R_16BF = 14, BATCH_COUNT = 5, BATCH_STRIDE = 6 };
+
+static int env_on(const char* name);
+
+static float load(const void* m, int type, int64_t i) {
+  if (type == R_16F || (type == R_16BF && env_on("FAKE_CUBLASLT_BF16_AS_F16"))) {
+    return (float)((const _Float16*)m)[i];
+  }
+  if (type == R_16BF) {
+    uint32_t bits = (uint32_t)((const uint16_t*)m)[i] << 16;
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+  }
+  return ((const float*)m)[i];
+}
+
+static void store(void* m, int type, int64_t i, float v) {
+  if (type == R_16F) {
+    ((_Float16*)m)[i] = (_Float16)v;
+  } else if (type == R_16BF) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    bits += 0x7fffu + ((bits >> 16) & 1u); /* round to nearest even */
+    ((uint16_t*)m)[i] = (uint16_t)(bits >> 16);
+  } else {
+    ((float*)m)[i] = v;
+  }
+}
 typedef struct {
   uint64_t max_workspace;
   uint32_t align[4];
@@ -100,13 +136,29 @@ int cublasLtMatmulDescSetAttribute(void* d, int attr, const void* buf, size_t si
 }
 
 int cublasLtMatrixLayoutCreate(void** l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
-  if (type != 0 || ld < (int64_t)rows || ld < 1) return INVALID_VALUE;
-  Layout* layout = (Layout*)malloc(sizeof(Layout));
+  if ((type != R_32F && type != R_16F && type != R_16BF) || ld < (int64_t)rows || ld < 1) {
+    return INVALID_VALUE;
+  }
+  Layout* layout = (Layout*)calloc(1, sizeof(Layout));
   layout->rows = rows;
   layout->cols = cols;
   layout->ld = ld;
+  layout->type = type;
+  layout->batch = 1;
   *l = layout;
   return OK;
+}
+int cublasLtMatrixLayoutSetAttribute(void* l, int attr, const void* buf, size_t size) {
+  Layout* layout = (Layout*)l;
+  if (attr == BATCH_COUNT && size == 4) {
+    memcpy(&layout->batch, buf, 4);
+    return layout->batch >= 1 ? OK : INVALID_VALUE;
+  }
+  if (attr == BATCH_STRIDE && size == 8) {
+    memcpy(&layout->batch_stride, buf, 8);
+    return OK;
+  }
+  return INVALID_VALUE;
 }
 int cublasLtMatrixLayoutDestroy(void* l) {
   free(l);
@@ -145,7 +197,8 @@ static int shapes_agree(const Desc* d, const Layout* a, const Layout* b, const L
   uint64_t ar, ac, br, bc;
   op_dims(a, d->ta, &ar, &ac);
   op_dims(b, d->tb, &br, &bc);
-  return ac == br && ar == c->rows && bc == c->cols;
+  return ac == br && ar == c->rows && bc == c->cols && a->type == c->type && b->type == c->type &&
+         a->batch == c->batch && b->batch == c->batch;
 }
 
 int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* c, void* d,
@@ -173,8 +226,9 @@ int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* 
   return OK;
 }
 
-static float at(const float* m, const Layout* l, int trans, uint64_t i, uint64_t j) {
-  return trans ? m[i * l->ld + j] : m[j * l->ld + i];
+static float at(const void* m, const Layout* l, int64_t batch, int trans, uint64_t i, uint64_t j) {
+  const int64_t base = batch * l->batch_stride;
+  return load(m, l->type, base + (int64_t)(trans ? i * l->ld + j : j * l->ld + i));
 }
 
 int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* adesc,
@@ -201,16 +255,20 @@ int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* 
   const uint64_t k = ta ? la->rows : la->cols;
   const float al = *(const float*)alpha, be = *(const float*)beta;
   const int with_bias = d->epilogue == EPILOGUE_BIAS && !env_on("FAKE_CUBLASLT_IGNORE_BIAS");
-  for (uint64_t j = 0; j < lc->cols; ++j) {
-    for (uint64_t i = 0; i < lc->rows; ++i) {
-      float acc = 0;
-      for (uint64_t p = 0; p < k; ++p) {
-        acc += at((const float*)A, la, ta, i, p) * at((const float*)B, lb, tb, p, j);
+  for (int64_t batch = 0; batch < lc->batch; ++batch) {
+    const int64_t base = batch * lc->batch_stride;
+    for (uint64_t j = 0; j < lc->cols; ++j) {
+      for (uint64_t i = 0; i < lc->rows; ++i) {
+        float acc = 0;
+        for (uint64_t p = 0; p < k; ++p) {
+          acc += at(A, la, batch, ta, i, p) * at(B, lb, batch, tb, p, j);
+        }
+        const int64_t index = base + (int64_t)(j * lc->ld + i);
+        float v = al * acc;
+        if (be != 0.0f) v += be * load(C, lc->type, index);
+        if (with_bias) v += load(d->bias, lc->type, (int64_t)i); /* bias of D's type */
+        store(D, lc->type, index, v);
       }
-      float v = al * acc;
-      if (be != 0.0f) v += be * ((const float*)C)[j * lc->ld + i];
-      if (with_bias) v += d->bias[i];
-      ((float*)D)[j * lc->ld + i] = v;
     }
   }
   return OK;

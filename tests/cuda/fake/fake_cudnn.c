@@ -1,13 +1,23 @@
-/* A stand-in cuDNN for CI (no GPU): the legacy forward-convolution API over
- * host memory, with plain loops. It keeps cuDNN's contract strictly enough to
- * catch a wrong call: the output descriptor must have the shape the
- * convolution gives, the workspace must be the size it asked for, filters are
- * read in the format the descriptor names, and only the algorithm it ranked
+/* A stand-in cuDNN for CI (no GPU): the legacy forward-convolution API and
+ * the backend ("graph") API's convolution over host memory, with plain loops.
+ * It keeps cuDNN's contract strictly enough to catch a wrong call: the output
+ * descriptor must have the shape the convolution gives, the workspace must be
+ * the size it asked for, filters are read in the format (legacy) or with the
+ * strides (graph) the descriptor names, and only the algorithm it ranked
  * first among the float32 ones runs.
  *
- * FAKE_CUDNN_IGNORE_FORMAT=1 reads NHWC filters as NCHW (the negative control
- * for the shims' layout logic); FAKE_CUDNN_REFUSE=1 offers no algorithm (the
- * shims must fall back to the host). fake_cudnn_counter() counts calls. */
+ * The graph API offers two engines, ranked: engine 0 uses "tensor cores"
+ * (numerical note TENSOR_CORE; it rounds its inputs to TF32, as a GPU would)
+ * and needs no workspace; engine 1 is true float32 with a 2048-byte
+ * workspace. Both decline (at plan finalization) a filter whose layout is not
+ * the input's (NCHW or NHWC, dense).
+ *
+ * FAKE_CUDNN_IGNORE_FORMAT=1 reads every filter as dense NCHW (the negative
+ * control for the shims' layout logic); FAKE_CUDNN_REFUSE=1 offers no algorithm and
+ * no engine (the shims must fall back to the host); FAKE_CUDNN_GRAPH_REFUSE=1
+ * offers no engine (the legacy API must take over). fake_cudnn_counter()
+ * counts calls. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +41,22 @@ typedef struct {
   int pad[2], stride[2], dilation[2], mode, groups, math;
 } Conv;
 
-static long g_forward = 0, g_add = 0, g_plans = 0;
+static long g_forward = 0, g_add = 0, g_plans = 0, g_set_stream = 0, g_transform = 0;
+static long g_heuristics = 0, g_exec_plans = 0, g_packs = 0, g_executes = 0, g_tf32_runs = 0;
+static long g_live = 0; /* backend descriptors not destroyed */
 
 long fake_cudnn_counter(const char* name) {
   if (strcmp(name, "forward") == 0) return g_forward;
   if (strcmp(name, "add") == 0) return g_add;
   if (strcmp(name, "plan") == 0) return g_plans;
+  if (strcmp(name, "set_stream") == 0) return g_set_stream;
+  if (strcmp(name, "transform") == 0) return g_transform;
+  if (strcmp(name, "heuristics") == 0) return g_heuristics;
+  if (strcmp(name, "exec_plans") == 0) return g_exec_plans;
+  if (strcmp(name, "variant_packs") == 0) return g_packs;
+  if (strcmp(name, "executes") == 0) return g_executes;
+  if (strcmp(name, "tf32_runs") == 0) return g_tf32_runs;
+  if (strcmp(name, "live_descriptors") == 0) return g_live;
   return -1;
 }
 
@@ -56,6 +76,7 @@ int cudnnCreate(void** handle) {
 int cudnnSetStream(void* handle, void* stream) {
   (void)handle;
   (void)stream;
+  ++g_set_stream;
   return OK;
 }
 
@@ -151,7 +172,8 @@ int cudnnGetConvolutionForwardAlgorithm_v7(void* h, const void* x, const void* w
     return BAD_PARAM;
   }
   if (requested < 2) return BAD_PARAM;
-  /* A TF32 algorithm ranked first, as real cuDNN may: the shims must skip it. */
+  /* A TF32 algorithm ranked first, as real cuDNN may: the shims must skip it
+   * (and may take it only with CUDNN_TENSOR_OP_MATH). */
   memset(perf, 0, 2 * sizeof(Perf));
   perf[0].algo = TF32_ALGO;
   perf[0].math_type = 1; /* CUDNN_TENSOR_OP_MATH */
@@ -169,12 +191,52 @@ int cudnnGetConvolutionForwardWorkspaceSize(void* h, const void* x, const void* 
   return OK;
 }
 
-static float filter_at(const Filter* f, const float* w, int k, int ch, int r, int s) {
-  const int C = f->dims[1], R = f->dims[2], S = f->dims[3];
-  if (f->format == NHWC && !env_on("FAKE_CUDNN_IGNORE_FORMAT")) {
-    return w[((k * R + r) * S + s) * C + ch];
+/* What a tensor core sees of a float32 input: 10 mantissa bits (TF32). */
+static float tf32(float v) {
+  unsigned int bits;
+  memcpy(&bits, &v, 4);
+  bits = (bits + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &bits, 4);
+  return v;
+}
+
+/* The geometry of one direct convolution: 4-D sizes and element strides of
+ * x, w (OIHW indexing) and y, and the convolution's parameters. */
+typedef struct {
+  long xd[4], xs[4], wd[4], ws[4], yd[4], ys[4];
+  long pad[2], stride[2], dilation[2];
+} Direct;
+
+/* y = alpha * conv(x, w) + beta * y, rounding the inputs to TF32 when asked
+ * (what a tensor core computes). Groups are the input channels over the
+ * filter's; FAKE_CUDNN_IGNORE_FORMAT=1 reads every filter as dense OIHW. */
+static void direct_conv(const Direct* d, const float* x, const float* w, float* y, float alpha,
+                        float beta, int as_tf32) {
+  long ws[4] = {d->ws[0], d->ws[1], d->ws[2], d->ws[3]};
+  if (env_on("FAKE_CUDNN_IGNORE_FORMAT")) {
+    ws[3] = 1, ws[2] = d->wd[3], ws[1] = ws[2] * d->wd[2], ws[0] = ws[1] * d->wd[1];
   }
-  return w[((k * C + ch) * R + r) * S + s];
+  const long cg = d->wd[1], groups = d->xd[1] / cg, kg = d->wd[0] / groups;
+  for (long n = 0; n < d->yd[0]; ++n)
+    for (long k = 0; k < d->yd[1]; ++k)
+      for (long oy = 0; oy < d->yd[2]; ++oy)
+        for (long ox = 0; ox < d->yd[3]; ++ox) {
+          const long g = k / kg;
+          float acc = 0;
+          for (long ch = 0; ch < cg; ++ch)
+            for (long r = 0; r < d->wd[2]; ++r)
+              for (long s = 0; s < d->wd[3]; ++s) {
+                const long iy = oy * d->stride[0] - d->pad[0] + r * d->dilation[0];
+                const long ix = ox * d->stride[1] - d->pad[1] + s * d->dilation[1];
+                if (iy < 0 || iy >= d->xd[2] || ix < 0 || ix >= d->xd[3]) continue;
+                const float xv =
+                    x[n * d->xs[0] + (g * cg + ch) * d->xs[1] + iy * d->xs[2] + ix * d->xs[3]];
+                const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
+                acc += as_tf32 ? tf32(xv) * tf32(wv) : xv * wv;
+              }
+          float* out = &y[n * d->ys[0] + k * d->ys[1] + oy * d->ys[2] + ox * d->ys[3]];
+          *out = alpha * acc + (beta == 0.0f ? 0.0f : beta * *out);
+        }
 }
 
 int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const void* x,
@@ -186,35 +248,26 @@ int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const vo
   const Filter* f = (const Filter*)wd;
   const Conv* c = (const Conv*)cd;
   (void)h;
-  if (algo != FMA_ALGO || c->math != 3) return NOT_SUPPORTED;
-  if (workspace == NULL || workspace_size < WORKSPACE) return BAD_PARAM;
+  if (!((algo == FMA_ALGO && c->math == 3) || (algo == TF32_ALGO && c->math == 1))) {
+    return NOT_SUPPORTED;
+  }
+  if (algo == FMA_ALGO && (workspace == NULL || workspace_size < WORKSPACE)) return BAD_PARAM;
   if (c->mode != 1 || !shapes_agree(xt, f, c, yt)) return BAD_PARAM;
-  memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
+  if (algo == FMA_ALGO) memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
   ++g_forward;
-  const float a = *(const float*)alpha, b = *(const float*)beta;
-  const float* xs = (const float*)x;
-  float* ys = (float*)y;
-  const int kg = f->dims[0] / c->groups, cg = f->dims[1];
-  for (int n = 0; n < yt->dims[0]; ++n)
-    for (int k = 0; k < yt->dims[1]; ++k)
-      for (int oy = 0; oy < yt->dims[2]; ++oy)
-        for (int ox = 0; ox < yt->dims[3]; ++ox) {
-          const int g = k / kg;
-          float acc = 0;
-          for (int ch = 0; ch < cg; ++ch)
-            for (int r = 0; r < f->dims[2]; ++r)
-              for (int s = 0; s < f->dims[3]; ++s) {
-                const int iy = oy * c->stride[0] - c->pad[0] + r * c->dilation[0];
-                const int ix = ox * c->stride[1] - c->pad[1] + s * c->dilation[1];
-                if (iy < 0 || iy >= xt->dims[2] || ix < 0 || ix >= xt->dims[3]) continue;
-                const long xi = (long)n * xt->strides[0] + (long)(g * cg + ch) * xt->strides[1] +
-                                (long)iy * xt->strides[2] + (long)ix * xt->strides[3];
-                acc += xs[xi] * filter_at(f, (const float*)w, k, ch, r, s);
-              }
-          float* out = &ys[(long)n * yt->strides[0] + (long)k * yt->strides[1] +
-                           (long)oy * yt->strides[2] + (long)ox * yt->strides[3]];
-          *out = a * acc + (b == 0.0f ? 0.0f : b * *out);
-        }
+  if (algo == TF32_ALGO) ++g_tf32_runs;
+  /* Filters have a format, not strides: NCHW reads OIHW, NHWC reads OHWI. */
+  const long C = f->dims[1], R = f->dims[2], S = f->dims[3];
+  Direct d = {.ws = {C * R * S, R * S, S, 1}};
+  if (f->format == NHWC) d.ws[0] = R * S * C, d.ws[1] = 1, d.ws[2] = S * C, d.ws[3] = C;
+  for (int i = 0; i < 4; ++i) {
+    d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = f->dims[i];
+    d.yd[i] = yt->dims[i], d.ys[i] = yt->strides[i];
+  }
+  for (int i = 0; i < 2; ++i)
+    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  direct_conv(&d, (const float*)x, (const float*)w, (float*)y, *(const float*)alpha,
+              *(const float*)beta, algo == TF32_ALGO);
   return OK;
 }
 
@@ -243,5 +296,336 @@ int cudnnAddTensor(void* h, const void* alpha, const void* ad, const void* A, co
           float* out = &((float*)C)[ci];
           *out = a * ((const float*)A)[ai] + b * *out;
         }
+  return OK;
+}
+
+/* y = alpha * x + beta * y between any two layouts of one shape (what the
+ * shims use to bring a filter into the output's format on the device). */
+int cudnnTransformTensor(void* h, const void* alpha, const void* xd, const void* x,
+                         const void* beta, const void* yd, void* y) {
+  const Tensor* xt = (const Tensor*)xd;
+  const Tensor* yt = (const Tensor*)yd;
+  (void)h;
+  if (xt->nb != yt->nb) return BAD_PARAM;
+  for (int d = 0; d < xt->nb; ++d) {
+    if (xt->dims[d] != yt->dims[d]) return BAD_PARAM;
+  }
+  ++g_transform;
+  const float a = *(const float*)alpha, b = *(const float*)beta;
+  long total = 1;
+  for (int d = 0; d < xt->nb; ++d) total *= xt->dims[d];
+  for (long i = 0; i < total; ++i) {
+    long rest = i, xi = 0, yi = 0;
+    for (int d = xt->nb - 1; d >= 0; --d) {
+      const long idx = rest % xt->dims[d];
+      rest /= xt->dims[d];
+      xi += idx * xt->strides[d];
+      yi += idx * yt->strides[d];
+    }
+    float* out = &((float*)y)[yi];
+    *out = a * ((const float*)x)[xi] + (b == 0.0f ? 0.0f : b * *out);
+  }
+  return OK;
+}
+
+/* ---- the backend ("graph") API: one forward convolution per graph ---- */
+
+enum {
+  B_CONVOLUTION = 1,
+  B_ENGINE = 2,
+  B_ENGINECFG = 3,
+  B_ENGINEHEUR = 4,
+  B_PLAN = 5,
+  B_CONV_FWD = 10,
+  B_OPGRAPH = 15,
+  B_VARIANT_PACK = 16,
+  B_TENSOR = 17
+};
+enum {
+  T_HANDLE = 0,
+  T_DATA_TYPE = 1,
+  T_INT64 = 3,
+  T_FLOAT = 4,
+  T_VOID_PTR = 6,
+  T_CONV_MODE = 7,
+  T_HEUR_MODE = 8,
+  T_NOTE = 11,
+  T_DESC = 15
+};
+enum { GRAPH_WORKSPACE = 2048, NOT_INITIALIZED = 1001, EXECUTION_FAILED = 5000 };
+
+typedef struct Backend {
+  int type, finalized;
+  /* tensor */
+  long dims[4], strides[4], uid, align;
+  int dtype, nb;
+  /* convolution */
+  long pad[2], post_pad[2], stride[2], dilation[2], spatial;
+  int comp, mode;
+  /* forward op */
+  struct Backend *x, *w, *y, *conv;
+  float alpha, beta;
+  /* operation graph / heuristics / config / plan */
+  struct Backend* op;
+  struct Backend* graph;
+  void* handle;
+  int heur_mode, engine;
+  struct Backend* cfg;
+  /* variant pack */
+  long uids[4];
+  void* ptrs[4];
+  int npack;
+  void* workspace;
+  int has_workspace;
+} Backend;
+
+int cudnnBackendCreateDescriptor(int type, void** desc) {
+  Backend* b = (Backend*)calloc(1, sizeof(Backend));
+  b->type = type;
+  b->engine = -1;
+  *desc = b;
+  ++g_live;
+  if (type == B_VARIANT_PACK) ++g_packs;
+  return OK;
+}
+
+int cudnnBackendDestroyDescriptor(void* desc) {
+  free(desc);
+  --g_live;
+  return OK;
+}
+
+static int copy_longs(long* out, int max, long n, const void* values) {
+  if (n < 1 || n > max) return BAD_PARAM;
+  for (long i = 0; i < n; ++i) out[i] = ((const int64_t*)values)[i];
+  return OK;
+}
+
+int cudnnBackendSetAttribute(void* desc, int name, int type, int64_t n, const void* v) {
+  Backend* b = (Backend*)desc;
+  if (b->finalized) return BAD_PARAM; /* read-only once finalized */
+  switch (name) {
+    case 900:
+      b->align = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 901:
+      b->dtype = *(const int*)v;
+      return type == T_DATA_TYPE ? OK : BAD_PARAM;
+    case 902:
+      b->nb = (int)n;
+      return type == T_INT64 ? copy_longs(b->dims, 4, n, v) : BAD_PARAM;
+    case 903:
+      return type == T_INT64 ? copy_longs(b->strides, 4, n, v) : BAD_PARAM;
+    case 906:
+      b->uid = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 100:
+      b->comp = *(const int*)v;
+      return type == T_DATA_TYPE ? OK : BAD_PARAM;
+    case 101:
+      b->mode = *(const int*)v;
+      return type == T_CONV_MODE ? OK : BAD_PARAM;
+    case 102:
+      return type == T_INT64 ? copy_longs(b->dilation, 2, n, v) : BAD_PARAM;
+    case 103:
+      return type == T_INT64 ? copy_longs(b->stride, 2, n, v) : BAD_PARAM;
+    case 104:
+      return type == T_INT64 ? copy_longs(b->post_pad, 2, n, v) : BAD_PARAM;
+    case 105:
+      return type == T_INT64 ? copy_longs(b->pad, 2, n, v) : BAD_PARAM;
+    case 106:
+      b->spatial = *(const int64_t*)v;
+      return type == T_INT64 ? OK : BAD_PARAM;
+    case 700:
+      b->alpha = *(const float*)v;
+      return type == T_FLOAT ? OK : BAD_PARAM;
+    case 701:
+      b->beta = *(const float*)v;
+      return type == T_FLOAT ? OK : BAD_PARAM;
+    case 702:
+      b->conv = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 703:
+      b->w = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 704:
+      b->x = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 705:
+      b->y = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 800:
+    case 400:
+      b->handle = *(void* const*)v;
+      return type == T_HANDLE ? OK : BAD_PARAM;
+    case 801:
+      b->op = *(Backend* const*)v;
+      return type == T_DESC && n == 1 ? OK : BAD_PARAM;
+    case 200:
+      b->heur_mode = *(const int*)v;
+      return type == T_HEUR_MODE ? OK : BAD_PARAM;
+    case 201:
+      b->graph = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 401:
+      b->cfg = *(Backend* const*)v;
+      return type == T_DESC ? OK : BAD_PARAM;
+    case 1000:
+      b->npack = (int)n;
+      return type == T_INT64 ? copy_longs(b->uids, 4, n, v) : BAD_PARAM;
+    case 1001:
+      if (type != T_VOID_PTR || n < 1 || n > 4) return BAD_PARAM;
+      memcpy(b->ptrs, v, (size_t)n * sizeof(void*));
+      return OK;
+    case 1003:
+      b->workspace = *(void* const*)v;
+      b->has_workspace = 1;
+      return type == T_VOID_PTR ? OK : BAD_PARAM;
+    default:
+      return NOT_SUPPORTED;
+  }
+}
+
+/* 1 when the dense filter `w` has the layout (NCHW or NHWC) of the dense input `x`. */
+static int same_layout(const Backend* x, const Backend* w) {
+  const int x_nhwc = x->strides[1] == 1 && x->dims[1] > 1;
+  const long c = w->dims[1], r = w->dims[2], s = w->dims[3];
+  const long nchw[4] = {c * r * s, r * s, s, 1}, nhwc[4] = {r * s * c, 1, s * c, c};
+  const long* want = x_nhwc ? nhwc : nchw;
+  for (int d = 0; d < 4; ++d) {
+    if (w->dims[d] != 1 && w->strides[d] != want[d]) return 0;
+  }
+  return 1;
+}
+
+int cudnnBackendFinalize(void* desc) {
+  Backend* b = (Backend*)desc;
+  switch (b->type) {
+    case B_TENSOR:
+      if (b->nb != 4 || b->dtype != 0 || b->align < 1) return BAD_PARAM;
+      break;
+    case B_CONVOLUTION:
+      if (b->spatial != 2 || b->mode != 1 || b->comp != 0) return BAD_PARAM;
+      for (int i = 0; i < 2; ++i) {
+        if (b->pad[i] != b->post_pad[i] || b->stride[i] <= 0 || b->dilation[i] <= 0) {
+          return BAD_PARAM;
+        }
+      }
+      break;
+    case B_CONV_FWD: {
+      if (!b->x || !b->w || !b->y || !b->conv || !b->conv->finalized) return BAD_PARAM;
+      if (b->alpha != 1.0f || b->beta != 0.0f) return BAD_PARAM;
+      /* The output shape the convolution gives must be what `y` describes. */
+      const Backend *x = b->x, *w = b->w, *y = b->y, *c = b->conv;
+      if (x->dims[1] % w->dims[1] != 0 || y->dims[0] != x->dims[0] || y->dims[1] != w->dims[0]) {
+        return BAD_PARAM;
+      }
+      for (int i = 0; i < 2; ++i) {
+        const long out =
+            (x->dims[2 + i] + 2 * c->pad[i] - c->dilation[i] * (w->dims[2 + i] - 1) - 1) /
+                c->stride[i] +
+            1;
+        if (y->dims[2 + i] != out) return BAD_PARAM;
+      }
+      break;
+    }
+    case B_OPGRAPH:
+      if (!b->op || !b->op->finalized || !b->handle) return BAD_PARAM;
+      break;
+    case B_ENGINEHEUR:
+      if (!b->graph || !b->graph->finalized || b->heur_mode != 3) return BAD_PARAM;
+      ++g_heuristics;
+      break;
+    case B_PLAN: {
+      if (!b->cfg || b->cfg->engine < 0 || !b->handle) return BAD_PARAM;
+      const Backend* op = b->cfg->graph->op;
+      ++g_exec_plans;
+      if (!same_layout(op->x, op->w)) return NOT_SUPPORTED;
+      break;
+    }
+    case B_VARIANT_PACK:
+      if (b->npack != 3 || !b->has_workspace) return BAD_PARAM;
+      break;
+    default:
+      break;
+  }
+  b->finalized = 1;
+  return OK;
+}
+
+int cudnnBackendGetAttribute(void* const desc, int name, int type, int64_t requested,
+                             int64_t* count, void* out) {
+  Backend* b = (Backend*)desc;
+  if (!b->finalized && b->type != B_ENGINE && b->type != B_ENGINECFG) return NOT_INITIALIZED;
+  if (name == 202 && b->type == B_ENGINEHEUR && type == T_DESC) { /* heuristic results */
+    const int offered = env_on("FAKE_CUDNN_REFUSE") || env_on("FAKE_CUDNN_GRAPH_REFUSE") ? 0 : 2;
+    *count = requested == 0 ? offered : (requested < offered ? requested : offered);
+    for (int64_t i = 0; requested > 0 && i < *count; ++i) {
+      Backend* cfg = ((Backend**)out)[i];
+      if (cfg == NULL || cfg->type != B_ENGINECFG) return BAD_PARAM;
+      cfg->engine = (int)i;
+      cfg->graph = b->graph;
+      cfg->finalized = 1;
+    }
+    return OK;
+  }
+  if (name == 300 && b->type == B_ENGINECFG && type == T_DESC && requested == 1) {
+    Backend* engine = *(Backend**)out;
+    if (engine == NULL || engine->type != B_ENGINE) return BAD_PARAM;
+    engine->engine = b->engine;
+    engine->finalized = 1;
+    *count = 1;
+    return OK;
+  }
+  if (name == 1303 && b->type == B_ENGINE && type == T_NOTE) { /* numerical notes */
+    *count = b->engine == 0 ? 1 : 0;
+    if (b->engine == 0 && requested >= 1) ((int*)out)[0] = 0; /* TENSOR_CORE */
+    return OK;
+  }
+  if (name == 402 && b->type == B_PLAN && type == T_INT64 && requested == 1) {
+    *(int64_t*)out = b->cfg->engine == 1 ? GRAPH_WORKSPACE : 0;
+    *count = 1;
+    return OK;
+  }
+  return NOT_SUPPORTED;
+}
+
+static void* pointer_of(const Backend* pack, long uid) {
+  for (int i = 0; i < pack->npack; ++i) {
+    if (pack->uids[i] == uid) return pack->ptrs[i];
+  }
+  return NULL;
+}
+
+int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
+  const Backend* plan = (const Backend*)plan_desc;
+  const Backend* pack = (const Backend*)pack_desc;
+  (void)handle;
+  if (!plan->finalized || plan->type != B_PLAN || !pack->finalized) return BAD_PARAM;
+  const Backend* op = plan->cfg->graph->op;
+  const Backend *xt = op->x, *wt = op->w, *yt = op->y, *c = op->conv;
+  const float* x = (const float*)pointer_of(pack, xt->uid);
+  const float* w = (const float*)pointer_of(pack, wt->uid);
+  float* y = (float*)pointer_of(pack, yt->uid);
+  if (!x || !w || !y) return BAD_PARAM;
+  if ((uintptr_t)x % (uintptr_t)xt->align || (uintptr_t)w % (uintptr_t)wt->align ||
+      (uintptr_t)y % (uintptr_t)yt->align) {
+    return BAD_PARAM; /* a pointer less aligned than its descriptor promised */
+  }
+  const int tensor_cores = plan->cfg->engine == 0;
+  if (!tensor_cores) {
+    if (pack->workspace == NULL) return BAD_PARAM;
+    memset(pack->workspace, 0xcd, GRAPH_WORKSPACE); /* it must really be that big */
+  }
+  ++g_executes;
+  if (tensor_cores) ++g_tf32_runs;
+  Direct d;
+  for (int i = 0; i < 4; ++i) {
+    d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = wt->dims[i];
+    d.ws[i] = wt->strides[i], d.yd[i] = yt->dims[i], d.ys[i] = yt->strides[i];
+  }
+  for (int i = 0; i < 2; ++i)
+    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  direct_conv(&d, x, w, y, 1.0f, 0.0f, tensor_cores);
   return OK;
 }

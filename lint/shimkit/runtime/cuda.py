@@ -1,0 +1,365 @@
+"""Run prefixed AOTInductor CUDA blobs on shimkit's slim CUDA shims, from Python.
+
+    model = shimkit.runtime.load("model.pt2", device="cuda")               # eager
+    model = shimkit.runtime.load("model.pt2", device="cuda:1", graphs=True) # CUDA-graph replay
+    outputs = model(x)  # numpy arrays or torch tensors (any device) in, numpy arrays out
+
+The libraries (runtime/cuda/shimkit_cuda_runtime.h over shims/cuda) come from
+$SHIMKIT_LIB_DIR or a cached build from the checkout; they open the CUDA
+runtime, cuBLAS(Lt) and cuDNN at run time, so they load anywhere, and without
+a usable GPU every load fails with one line saying why. A process holds one
+slim shim provider: the CPU runtime (`device="cpu"`) or this one, not both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shimkit.config import ShimConfig, load_config
+from shimkit.errors import ShimkitError
+from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob
+from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
+from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, claim_provider
+
+# runtime/shimkit_runtime.h's status codes, plus SHIMKIT_E_DEVICE.
+STATUS = {
+    1: "SHIMKIT_E_BAD_BLOB",
+    2: "SHIMKIT_E_MISSING_SHIM",
+    3: "SHIMKIT_E_MISSING_ENTRY",
+    4: "SHIMKIT_E_DLOPEN",
+    5: "SHIMKIT_E_CREATE",
+    6: "SHIMKIT_E_BAD_INPUT",
+    7: "SHIMKIT_E_RUN",
+    8: "SHIMKIT_E_IO",
+    9: "SHIMKIT_E_PROVIDER",
+    10: "SHIMKIT_E_DEVICE",
+}
+
+
+class CudaRuntimeError(ShimkitError):
+    """A failure the CUDA runner reported; `status` is its SHIMKIT_E_* name."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = STATUS.get(code, str(code))
+
+
+def built_for_cuda(import_names: Sequence[str]) -> bool:
+    """True when a blob's imports show it was built for CUDA: a CUDA shim (`*_cuda_*`) or
+    the CUDA runtime/driver (`cuda*`, `cuXxx`); the runner applies the same rule."""
+    return any(
+        "_cuda_" in name
+        or name.startswith("cuda")
+        or (len(name) > 2 and name.startswith("cu") and name[2].isupper())
+        for name in import_names
+    )
+
+
+def parse_device(device: str) -> int | None:
+    """None for "cpu", the CUDA device index for "cuda" / "cuda:N"; ShimkitError otherwise."""
+    if device == "cpu":
+        return None
+    if device == "cuda":
+        return 0
+    head, _, index = device.partition(":")
+    if head == "cuda" and index.isdigit():
+        return int(index)
+    raise ShimkitError(f"device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+class CudaRuntime:
+    """The CUDA runner library (it pulls in the slim CUDA shims) with typed entry points."""
+
+    def __init__(self, libs: RuntimeLibs) -> None:
+        claim_provider("cuda", libs.runtime)
+        try:
+            self.lib = ctypes.CDLL(str(libs.runtime), mode=os.RTLD_GLOBAL)
+        except OSError as exc:
+            raise ShimkitError(f"{libs.runtime}: cannot load the CUDA runtime: {exc}") from None
+        try:
+            self._declare()
+        except AttributeError as exc:
+            raise ShimkitError(
+                f"{libs.runtime}: not a shimkit CUDA runtime library: {exc}"
+            ) from None
+        provider = self.lib.shimkit_cuda_provider_path()
+        self.paths = RuntimeLibs(Path(provider.decode()) if provider else libs.shims, libs.runtime)
+
+    def _declare(self) -> None:
+        lib = self.lib
+        p, sz, i, i32, i64 = (
+            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int32, ctypes.c_int64,
+        )  # fmt: skip
+        tensors = ctypes.POINTER(Tensor)
+        signatures: dict[str, tuple[Any, list[Any]]] = {
+            "shimkit_cuda_last_error": (ctypes.c_char_p, []),
+            "shimkit_cuda_provider_path": (ctypes.c_char_p, []),
+            "shimkit_cuda_model_load": (i, [p, sz, i32, ctypes.POINTER(p)]),
+            "shimkit_cuda_model_free": (None, [p]),
+            "shimkit_cuda_model_num_inputs": (sz, [p]),
+            "shimkit_cuda_model_num_outputs": (sz, [p]),
+            "shimkit_cuda_model_load_base": (sz, [p]),
+            "shimkit_cuda_model_run": (i, [p, tensors, sz, tensors, sz]),
+            "shimkit_cuda_model_bench": (i, [p, tensors, sz, i64, ctypes.POINTER(ctypes.c_double)]),
+            "shimkit_cuda_model_use_graphs": (i, [p, i]),
+            "shimkit_cuda_model_graph_status": (ctypes.c_char_p, [p]),
+            "shimkit_cuda_h2d_bandwidth": (i, [sz, i, i32, i, ctypes.POINTER(ctypes.c_double)]),
+            # The shim library's diagnostics (global: the runner's NEEDED entry).
+            "shimkit_cuda_device_count": (i32, []),
+            "shimkit_cuda_unavailable_reason": (ctypes.c_char_p, []),
+            "shimkit_cuda_cached_bytes": (sz, []),
+            "shimkit_cuda_cudnn_info": (ctypes.c_char_p, []),
+            "shimkit_cuda_conv_last_fallback": (ctypes.c_char_p, []),
+            "shimkit_cuda_conv_counts": (None, [ctypes.POINTER(i64)] * 2),
+            "shimkit_cuda_conv_api_counts": (None, [ctypes.POINTER(i64)] * 2),
+            "shimkit_cuda_gemm_counts": (None, [ctypes.POINTER(i64)] * 2),
+            "shimkit_cuda_cudnn_tf32": (i32, []),
+            "shimkit_cuda_set_cudnn_tf32": (None, [i32]),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+    def check(self, rc: int, where: str = "") -> None:
+        if rc != 0:
+            message = (self.lib.shimkit_cuda_last_error() or b"").decode(errors="replace")
+            raise CudaRuntimeError(rc, f"{where}: {message}" if where else message)
+
+    @property
+    def provider(self) -> Path:
+        return self.paths.shims
+
+    def device_count(self) -> int:
+        """GPUs the CUDA runtime sees; -1 when CUDA is unusable (see unavailable_reason)."""
+        return int(self.lib.shimkit_cuda_device_count())
+
+    def unavailable_reason(self) -> str:
+        return (self.lib.shimkit_cuda_unavailable_reason() or b"").decode(errors="replace")
+
+    def cached_bytes(self) -> int:
+        return int(self.lib.shimkit_cuda_cached_bytes())
+
+    def cudnn_info(self) -> str:
+        return (self.lib.shimkit_cuda_cudnn_info() or b"").decode(errors="replace")
+
+    def _pair(self, name: str) -> tuple[int, int]:
+        a, b = ctypes.c_int64(), ctypes.c_int64()
+        getattr(self.lib, name)(ctypes.byref(a), ctypes.byref(b))
+        return a.value, b.value
+
+    def conv_counts(self) -> tuple[int, int]:
+        """(convolutions run on cuDNN, on the host) so far in this process."""
+        return self._pair("shimkit_cuda_conv_counts")
+
+    def conv_api_counts(self) -> tuple[int, int]:
+        """(convolutions run through cuDNN's graph API, cuDNN plans built) so far."""
+        return self._pair("shimkit_cuda_conv_api_counts")
+
+    def gemm_counts(self) -> tuple[int, int]:
+        """(float32 GEMMs run on cuBLASLt, on legacy cuBLAS) so far in this process."""
+        return self._pair("shimkit_cuda_gemm_counts")
+
+    def last_conv_fallback(self) -> str:
+        return (self.lib.shimkit_cuda_conv_last_fallback() or b"").decode(errors="replace")
+
+    @property
+    def cudnn_tf32(self) -> bool:
+        """Whether float32 convolutions may use TF32 (torch's default; shimkit's is off)."""
+        return bool(self.lib.shimkit_cuda_cudnn_tf32())
+
+    @cudnn_tf32.setter
+    def cudnn_tf32(self, allowed: bool) -> None:
+        self.lib.shimkit_cuda_set_cudnn_tf32(int(allowed))
+
+    def h2d_bandwidth(
+        self, nbytes: int, pinned: bool, device: int = 0, iterations: int = 5
+    ) -> float:
+        """Host-to-device GB/s through the shims (pinned or pageable source), best of N."""
+        rate = ctypes.c_double()
+        self.check(
+            self.lib.shimkit_cuda_h2d_bandwidth(
+                nbytes, int(pinned), device, iterations, ctypes.byref(rate)
+            )
+        )
+        return rate.value
+
+
+_LOCK = threading.Lock()
+_RUNTIMES: dict[Path, CudaRuntime] = {}
+
+
+def cuda_runtime(libs: RuntimeLibs | None = None) -> CudaRuntime:
+    """The process-wide CUDA runtime (from `libs`, else $SHIMKIT_LIB_DIR or a local build)."""
+    libs = libs or find_cuda_libraries()
+    key = Path(os.path.realpath(libs.runtime))
+    with _LOCK:
+        if key not in _RUNTIMES:
+            _RUNTIMES[key] = CudaRuntime(libs)
+        return _RUNTIMES[key]
+
+
+def _host_array(value: Any, index: int) -> np.ndarray:
+    """A C-contiguous host array of a numpy array or a torch tensor on any device."""
+    from shimkit.runtime.model import as_array
+
+    array = as_array(value, index, any_device=True)
+    if DTYPE_CODES.get(array.dtype.name) is None:
+        raise ShimkitError(f"input {index}: unsupported dtype {array.dtype.name}")
+    if array.ndim > MAX_DIMS:
+        raise ShimkitError(f"input {index}: {array.ndim} dimensions (at most {MAX_DIMS})")
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+
+
+def _describe(array: np.ndarray) -> Tensor:
+    desc = Tensor()
+    desc.data = array.ctypes.data
+    desc.ndim = array.ndim
+    desc.dtype = DTYPE_CODES[array.dtype.name]
+    for d, (size, stride) in enumerate(zip(array.shape, array.strides, strict=True)):
+        desc.sizes[d] = size
+        desc.strides[d] = stride // array.itemsize
+    return desc
+
+
+class CudaModel(LoadedBlob):
+    """A blob loaded on a GPU. `close()` (or GC) unloads it; `graphs` turns on CUDA-graph
+    replay (first run eager, second captured, later runs one graph launch)."""
+
+    def __init__(
+        self,
+        source: BlobSource,
+        device_index: int = 0,
+        *,
+        graphs: bool = False,
+        lint: bool = True,
+        runtime: CudaRuntime | None = None,
+        config: ShimConfig | None = None,
+    ) -> None:
+        self.source = source
+        self.device_index = device_index
+        self._handle: ctypes.c_void_p | None = None
+        self._lock = threading.Lock()
+        self._rt = runtime or cuda_runtime()
+        if lint:
+            from shimkit.runtime.admit import refuse_unless_clean
+
+            # The CUDA libraries serve the checkout's prefix file (build_cuda).
+            config = config or load_config()
+            refuse_unless_clean(source.data, self._where(), config, self._rt.provider, "cuda")
+        handle = ctypes.c_void_p()
+        data = source.data
+        self._rt.check(
+            self._rt.lib.shimkit_cuda_model_load(
+                data, len(data), device_index, ctypes.byref(handle)
+            ),
+            self._where(),
+        )
+        self._handle = handle
+        self.num_inputs = int(self._rt.lib.shimkit_cuda_model_num_inputs(handle))
+        self.num_outputs = int(self._rt.lib.shimkit_cuda_model_num_outputs(handle))
+        specs = source.inputs
+        self.input_specs: tuple[InputSpec, ...] | None = (
+            specs if specs is not None and len(specs) == self.num_inputs else None
+        )
+        if graphs:
+            self.use_graphs(True)
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self.device_index}"
+
+    @property
+    def load_base(self) -> int:
+        """Where the blob is mapped (for reading its resolved GOT entries)."""
+        return int(self._rt.lib.shimkit_cuda_model_load_base(self._open_handle()))
+
+    def _open_handle(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise ShimkitError(f"{self._where()}: model is closed")
+        return self._handle
+
+    def _inputs(self, inputs: Sequence[Any]) -> tuple[list[np.ndarray], Any]:
+        if len(inputs) != self.num_inputs:
+            raise ShimkitError(
+                f"{self._where()}: model takes {self.num_inputs} inputs, got {len(inputs)}"
+            )
+        arrays = [_host_array(value, i) for i, value in enumerate(inputs)]
+        if self.input_specs is not None:
+            from shimkit.runtime.model import check_input_spec
+
+            for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
+                check_input_spec(array, spec, i)
+        descs = (Tensor * max(len(arrays), 1))(*[_describe(a) for a in arrays])
+        return arrays, descs
+
+    def __call__(self, *inputs: Any) -> list[np.ndarray]:
+        """Copies the inputs to the GPU, runs, and returns the outputs as host arrays."""
+        with self._lock:
+            handle = self._open_handle()
+            keep_alive, descs = self._inputs(inputs)
+            outs = (Tensor * max(self.num_outputs, 1))()
+            self._rt.check(
+                self._rt.lib.shimkit_cuda_model_run(
+                    handle, descs, len(keep_alive), outs, self.num_outputs
+                ),
+                self._where(),
+            )
+            results = []
+            for i in range(self.num_outputs):
+                desc = outs[i]
+                name = CODE_DTYPES.get(desc.dtype)
+                if name is None:
+                    raise ShimkitError(
+                        f"output {i}: dtype code {desc.dtype} has no numpy equivalent"
+                    )
+                shape = tuple(desc.sizes[d] for d in range(desc.ndim))
+                dtype = np.dtype(name)
+                count = int(np.prod(shape)) if shape else 1
+                buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(desc.data)
+                results.append(
+                    np.frombuffer(bytes(buffer), dtype=dtype, count=count).reshape(shape)
+                )
+            return results
+
+    def bench(self, *inputs: Any, iterations: int = 100) -> float:
+        """Mean ns per run with device-resident inputs, synchronised after every run."""
+        with self._lock:
+            handle = self._open_handle()
+            keep_alive, descs = self._inputs(inputs)
+            ns = ctypes.c_double()
+            self._rt.check(
+                self._rt.lib.shimkit_cuda_model_bench(
+                    handle, descs, len(keep_alive), iterations, ctypes.byref(ns)
+                ),
+                self._where(),
+            )
+            return float(ns.value)
+
+    def use_graphs(self, enable: bool) -> None:
+        """CUDA-graph replay on or off (shimkit_cuda_model_use_graphs)."""
+        with self._lock:
+            self._rt.check(
+                self._rt.lib.shimkit_cuda_model_use_graphs(self._open_handle(), int(enable)),
+                self._where(),
+            )
+
+    @property
+    def graph_status(self) -> str:
+        """ "off", "cold", "warmed up", "replaying", or "eager: <why replay was given up>"."""
+        raw = self._rt.lib.shimkit_cuda_model_graph_status(self._open_handle())
+        return (raw or b"").decode(errors="replace")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._rt.lib.shimkit_cuda_model_free(self._handle)
+                self._handle = None
