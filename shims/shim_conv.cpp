@@ -1,4 +1,5 @@
-// Slim CPU convolution: im2col + OpenBLAS GEMM. The output memory format
+// Slim CPU convolution: oneDNN (conv_onednn.cpp) where it has an
+// implementation, else im2col + OpenBLAS GEMM. The output memory format
 // follows ATen's CPU rule: channels_last when the input or the weight is
 // channels_last (4-D), contiguous otherwise. Blobs read the output with the
 // strides they expect, so getting this wrong gives silently wrong numbers.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "shims/conv_geometry.h"
+#include "shims/conv_onednn.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -32,6 +34,8 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   const std::vector<int64_t>& out_strides = s.out_strides;
   SlimTensor out = SlimTensor::empty(s.out_sizes.data(), out_strides.data(), 4, dtype::kFloat32,
                                      device::kCPU, -1);
+  const SlimTensor* live_bias = (bias != nullptr && bias->defined()) ? bias : nullptr;
+  if (onednn_convolution(input, weight, live_bias, p, s, out)) return conv_output_view(out, s);
   const SlimTensor wc = weight.is_contiguous() ? weight : contiguous_copy(weight);
   const float* wdata = static_cast<const float*>(wc.data_ptr());
   const float* idata = static_cast<const float*>(input.data_ptr());

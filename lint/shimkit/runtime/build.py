@@ -42,6 +42,9 @@ _LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
 # backend registry, which hosts build with their own mode).
 RUNTIME_SOURCES = ("elf_imports.cpp", "runtime.cpp", "temp_blob_file.cpp")
 RUN_BLOB = "shimkit-run-blob"
+# What the shim library links: OpenBLAS (GEMMs) and oneDNN (convolution), both
+# from Debian (libopenblas-dev, libdnnl-dev). shims/BUILD.bazel lists the same.
+SHIM_LINK_LIBS = ["-lopenblas", "-ldnnl"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def build(variant: str = "release", out_dir: Path | None = None) -> RuntimeLibs:
                 list(pool.map(lambda job: _compile(job[0], job[1], flags), jobs))
             objs = dict(jobs)
             shim_out, runtime_out = work / SHIMS_LIB, work / RUNTIME_LIB
-            _link([objs[s] for s in shims], shim_out, flags, ["-lopenblas"])
+            _link([objs[s] for s in shims], shim_out, flags, SHIM_LINK_LIBS)
             _link(
                 [objs[s] for s in runtime],
                 runtime_out,
