@@ -167,7 +167,7 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(
     int32_t batch_first, int32_t train, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
     AtenTensorHandle* ret2, AtenTensorHandle* ret3);
 
-// Scatter and scans (shim_index.cpp, shim_scan.cpp).
+// Scatter, scans and searches (shim_index.cpp, shim_scan.cpp, shim_search.cpp).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out,
                                                              AtenTensorHandle self, int64_t dim,
                                                              AtenTensorHandle index,
@@ -185,6 +185,19 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cumprod(AtenTensorHandle self, int6
                                                      int32_t* dtype, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_logcumsumexp(AtenTensorHandle self, int64_t dim,
                                                           AtenTensorHandle* ret0);
+
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim,
+                                                          AtenTensorHandle index,
+                                                          AtenTensorHandle source,
+                                                          const char* reduce, int32_t include_self,
+                                                          AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Tensor(
+    AtenTensorHandle sorted_sequence, AtenTensorHandle self, int32_t out_int32, int32_t right,
+    const char** side, AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle self,
+                                                              AtenTensorHandle boundaries,
+                                                              int32_t out_int32, int32_t right,
+                                                              AtenTensorHandle* ret0);
 
 // The check family (shim_check.cpp). aoti_torch_check throws a std::exception
 // when `cond` is false, like libtorch's: blobs call it from C++ and their entry

@@ -1,4 +1,5 @@
-// Slim CPU convolution through oneDNN, the library ATen uses on the CPU.
+// Slim CPU convolution through oneDNN (onednn_api.h), the library ATen uses
+// on the CPU.
 //
 // - Activations stay in the layout the blob handed over: channels_last
 //   (nhwc) goes straight through the primitive; contiguous (nchw) input is
@@ -9,120 +10,221 @@
 //   every use); weights the blob computed (owned storage) are reordered on
 //   every call, because their bytes may change between calls.
 // - The bias is fused into the primitive.
-// Primitives and streams are cached per thread; the weight cache is shared.
+// Plans (primitives and their reorders) and streams are cached per thread;
+// the weight cache is shared.
 #include "shims/conv_onednn.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "shims/onednn_api.h"
+
 namespace shimkit {
 namespace {
 
-using dnnl::memory;
-using Dims = memory::dims;
+// unique_ptr deleters that call oneDNN's destroy functions.
+template <typename H, auto Member>
+struct Destroy {
+  void operator()(H h) const { (onednn().*Member)(h); }
+};
+template <typename H, auto Member>
+using Owned = std::unique_ptr<std::remove_pointer_t<H>, Destroy<H, Member>>;
+using Memory = Owned<dnnl_memory_t, &OnednnApi::dnnl_memory_destroy>;
+using Primitive = Owned<dnnl_primitive_t, &OnednnApi::dnnl_primitive_destroy>;
+using PrimitiveDesc = Owned<dnnl_primitive_desc_t, &OnednnApi::dnnl_primitive_desc_destroy>;
+using Attr = Owned<dnnl_primitive_attr_t, &OnednnApi::dnnl_primitive_attr_destroy>;
+using Stream = Owned<dnnl_stream_t, &OnednnApi::dnnl_stream_destroy>;
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+dnnl_engine_t cpu_engine() {
+  static dnnl_engine_t engine = []() {
+    dnnl_engine_t e = nullptr;  // lives until exit: every primitive refers to it
+    onednn_check(onednn().dnnl_engine_create(&e, dnnl_cpu, 0), "oneDNN CPU engine");
+    return e;
+  }();
   return engine;
 }
 
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
+dnnl_stream_t thread_stream() {
+  thread_local Stream stream = []() {
+    dnnl_stream_t s = nullptr;
+    onednn_check(onednn().dnnl_stream_create(&s, cpu_engine(), dnnl_stream_default_flags),
+                 "oneDNN stream");
+    return Stream(s);
+  }();
+  return stream.get();
 }
 
 // Per-thread scratch memory for primitives (user scratchpad mode keeps the
-// primitives themselves free of hidden per-call allocations).
+// primitives free of hidden per-call allocations and safe to share).
 void* thread_scratch(size_t nbytes) {
   thread_local std::vector<unsigned char> scratch;
   if (scratch.size() < nbytes) scratch.resize(nbytes);
   return scratch.data();
 }
 
-// True if `t` is laid out densely with `canonical` strides (size-1 dims may
-// have any stride: they never move the address).
-bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] != 1 && t.strides()[d] != canonical[d]) return false;
-  }
-  return true;
+dnnl_memory_desc_t strided_desc(const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& strides) {
+  dnnl_memory_desc_t md;
+  onednn_check(onednn().dnnl_memory_desc_init_by_strides(&md, static_cast<int>(dims.size()),
+                                                         dims.data(), dnnl_f32, strides.data()),
+               "memory descriptor");
+  return md;
 }
 
-Dims to_dims(const std::vector<int64_t>& v) { return Dims(v.begin(), v.end()); }
-
-// The oneDNN view of the weight tensor [OC, IC/g, KH, KW] (grouped: 5-D).
-memory::desc user_weight_desc(const SlimTensor& w, int64_t groups) {
-  const auto& sz = w.sizes();
-  const auto& st = w.strides();
-  if (groups == 1) {
-    return memory::desc({sz[0], sz[1], sz[2], sz[3]}, memory::data_type::f32,
-                        Dims{st[0], st[1], st[2], st[3]});
-  }
-  return memory::desc({groups, sz[0] / groups, sz[1], sz[2], sz[3]}, memory::data_type::f32,
-                      Dims{(sz[0] / groups) * st[0], st[0], st[1], st[2], st[3]});
+dnnl_memory_desc_t tag_desc(const std::vector<int64_t>& dims, dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t md;
+  onednn_check(onednn().dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()),
+                                                     dims.data(), dnnl_f32, tag),
+               "memory descriptor");
+  return md;
 }
 
-// A primitive for one geometry, with the descriptors of the user-side tensors.
-struct ConvPlan {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward conv;
-  memory::desc src_user, dst_user, weight_user;
-  bool reorder_src = false, reorder_dst = false;
+bool same(const dnnl_memory_desc_t& a, const dnnl_memory_desc_t& b) {
+  return onednn().dnnl_memory_desc_equal(&a, &b) != 0;
+}
+
+Memory memory_at(const dnnl_memory_desc_t& md, void* data) {
+  dnnl_memory_t m = nullptr;
+  onednn_check(onednn().dnnl_memory_create(&m, &md, cpu_engine(), data), "memory object");
+  return Memory(m);
+}
+
+Primitive make_primitive(const_dnnl_primitive_desc_t pd) {
+  dnnl_primitive_t p = nullptr;
+  onednn_check(onednn().dnnl_primitive_create(&p, pd), "primitive");
+  return Primitive(p);
+}
+
+// A reorder from `from` to `to`, with a user scratchpad like every primitive here.
+Primitive make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
+                       dnnl_memory_desc_t* scratch) {
+  dnnl_primitive_attr_t attr_raw = nullptr;
+  onednn_check(onednn().dnnl_primitive_attr_create(&attr_raw), "attributes");
+  Attr attr(attr_raw);
+  onednn_check(
+      onednn().dnnl_primitive_attr_set_scratchpad_mode(attr.get(), dnnl_scratchpad_mode_user),
+      "scratchpad mode");
+  dnnl_primitive_desc_t pd_raw = nullptr;
+  onednn_check(onednn().dnnl_reorder_primitive_desc_create(&pd_raw, &from, cpu_engine(), &to,
+                                                           cpu_engine(), attr.get()),
+               "reorder");
+  PrimitiveDesc pd(pd_raw);
+  *scratch = *onednn().dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
+  return make_primitive(pd.get());
+}
+
+void execute(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
+             const dnnl_memory_desc_t& scratch_md, const char* what) {
+  Memory scratch =
+      memory_at(scratch_md, thread_scratch(onednn().dnnl_memory_desc_get_size(&scratch_md)));
+  args.push_back({DNNL_ARG_SCRATCHPAD, scratch.get()});
+  onednn_check(onednn().dnnl_primitive_execute(p, thread_stream(), static_cast<int>(args.size()),
+                                               args.data()),
+               what);
+}
+
+// One reorder step: a primitive and its scratchpad's descriptor.
+struct Reorder {
+  Primitive primitive;
+  dnnl_memory_desc_t scratch{};
+
+  void run(dnnl_memory_t from, dnnl_memory_t to, const char* what) const {
+    execute(primitive.get(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, scratch, what);
+  }
 };
 
-ConvPlan make_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
-                   const memory::desc& weight_user) {
-  const Dims src_dims{s.n, s.c, s.h, s.w};
-  const Dims dst_dims{s.n, s.oc, s.oh, s.ow};
-  const Dims src_strides = s.channels_last ? to_dims(channels_last_strides({s.n, s.c, s.h, s.w}))
-                                           : to_dims(contiguous_strides({s.n, s.c, s.h, s.w}));
-  const memory::desc src_user(src_dims, memory::data_type::f32, src_strides);
-  const memory::desc dst_user(dst_dims, memory::data_type::f32, to_dims(s.out_strides));
+Reorder reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to) {
+  Reorder r;
+  r.primitive = make_reorder(from, to, &r.scratch);
+  return r;
+}
+
+// The oneDNN view of the weight tensor [OC, IC/g, KH, KW] (grouped: 5-D).
+dnnl_memory_desc_t user_weight_desc(const SlimTensor& w, int64_t groups) {
+  const auto& sz = w.sizes();
+  const auto& st = w.strides();
+  if (groups == 1) return strided_desc(sz.vec(), st.vec());
+  return strided_desc({groups, sz[0] / groups, sz[1], sz[2], sz[3]},
+                      {(sz[0] / groups) * st[0], st[0], st[1], st[2], st[3]});
+}
+
+// A primitive for one geometry, its layouts, and the reorders around it.
+struct ConvPlan {
+  PrimitiveDesc pd;
+  Primitive conv;
+  dnnl_memory_desc_t src_user{}, dst_user{}, weight_user{};
+  dnnl_memory_desc_t src{}, dst{}, weight{}, bias{}, scratch{};
+  bool reorder_src = false, reorder_dst = false, reorder_weight = false;
+  Reorder src_in, dst_out, weight_in;
+};
+
+std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
+                                    const dnnl_memory_desc_t& weight_user) {
+  auto plan = std::make_unique<ConvPlan>();
+  const std::vector<int64_t> src_dims{s.n, s.c, s.h, s.w};
+  const std::vector<int64_t> dst_dims{s.n, s.oc, s.oh, s.ow};
+  plan->src_user = strided_desc(
+      src_dims, s.channels_last ? channels_last_strides(src_dims) : contiguous_strides(src_dims));
+  plan->dst_user = strided_desc(dst_dims, s.out_strides);
+  plan->weight_user = weight_user;
   // channels_last runs in place; nchw lets oneDNN pick its blocked layout.
-  const auto any = memory::format_tag::any;
-  const memory::desc src_md =
-      s.channels_last ? src_user : memory::desc(src_dims, memory::data_type::f32, any);
-  const memory::desc dst_md =
-      s.channels_last ? dst_user : memory::desc(dst_dims, memory::data_type::f32, any);
-  Dims weight_dims = weight_user.dims();
-  const memory::desc weight_md(weight_dims, memory::data_type::f32, any);
-  const memory::desc bias_md =
-      has_bias ? memory::desc({s.oc}, memory::data_type::f32, memory::format_tag::a)
-               : memory::desc();
+  const dnnl_memory_desc_t src_md =
+      s.channels_last ? plan->src_user : tag_desc(src_dims, dnnl_format_tag_any);
+  const dnnl_memory_desc_t dst_md =
+      s.channels_last ? plan->dst_user : tag_desc(dst_dims, dnnl_format_tag_any);
+  std::vector<int64_t> weight_dims(weight_user.dims, weight_user.dims + weight_user.ndims);
+  const dnnl_memory_desc_t weight_md = tag_desc(weight_dims, dnnl_format_tag_any);
+  const dnnl_memory_desc_t bias_md = tag_desc({s.oc}, dnnl_a);
   // ideep's right padding: exactly what the floor-divided output size uses.
   const int64_t ekh = (s.kh - 1) * p.dilation[0] + 1, ekw = (s.kw - 1) * p.dilation[1] + 1;
-  const Dims pad_l{p.padding[0], p.padding[1]};
-  const Dims pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
-                   (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, src_md, weight_md,
-                                             bias_md, dst_md, {p.stride[0], p.stride[1]},
-                                             {p.dilation[0] - 1, p.dilation[1] - 1}, pad_l, pad_r);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  ConvPlan plan{dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine()),
-                {},
-                src_user,
-                dst_user,
-                weight_user};
-  plan.conv = dnnl::convolution_forward(plan.pd);
-  plan.reorder_src = plan.pd.src_desc() != src_user;
-  plan.reorder_dst = plan.pd.dst_desc() != dst_user;
+  const dnnl_dims_t strides{p.stride[0], p.stride[1]};
+  const dnnl_dims_t dilates{p.dilation[0] - 1, p.dilation[1] - 1};
+  const dnnl_dims_t pad_l{p.padding[0], p.padding[1]};
+  const dnnl_dims_t pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
+                          (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
+  dnnl_convolution_desc_t desc;
+  onednn_check(onednn().dnnl_dilated_convolution_forward_desc_init(
+                   &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
+                   has_bias ? &bias_md : nullptr, &dst_md, strides, dilates, pad_l, pad_r),
+               "convolution descriptor");
+  dnnl_primitive_attr_t attr_raw = nullptr;
+  onednn_check(onednn().dnnl_primitive_attr_create(&attr_raw), "attributes");
+  Attr attr(attr_raw);
+  onednn_check(
+      onednn().dnnl_primitive_attr_set_scratchpad_mode(attr.get(), dnnl_scratchpad_mode_user),
+      "scratchpad mode");
+  dnnl_primitive_desc_t pd = nullptr;
+  const dnnl_status_t status =
+      onednn().dnnl_primitive_desc_create(&pd, &desc, attr.get(), cpu_engine(), nullptr);
+  if (status == dnnl_unimplemented) return nullptr;
+  onednn_check(status, "convolution");
+  plan->pd.reset(pd);
+  auto md = [&](dnnl_query_t what) { return *onednn().dnnl_primitive_desc_query_md(pd, what, 0); };
+  plan->src = md(dnnl_query_src_md);
+  plan->dst = md(dnnl_query_dst_md);
+  plan->weight = md(dnnl_query_weights_md);
+  plan->bias = bias_md;
+  plan->scratch = md(dnnl_query_scratchpad_md);
+  plan->conv = make_primitive(pd);
+  plan->reorder_src = !same(plan->src, plan->src_user);
+  plan->reorder_dst = !same(plan->dst, plan->dst_user);
+  plan->reorder_weight = !same(plan->weight, plan->weight_user);
+  if (plan->reorder_src) plan->src_in = reorder(plan->src_user, plan->src);
+  if (plan->reorder_dst) plan->dst_out = reorder(plan->dst, plan->dst_user);
+  if (plan->reorder_weight) plan->weight_in = reorder(plan->weight_user, plan->weight);
   return plan;
 }
 
-// Plans of this thread, keyed by everything the primitive depends on; null
-// when oneDNN has no implementation for the case.
+// Plans of this thread, keyed by everything a plan depends on; null when
+// oneDNN has no implementation for the case.
 ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
-                      const memory::desc& weight_user, const SlimTensor& weight) {
-  thread_local std::map<std::vector<int64_t>, ConvPlan> plans;
+                      const SlimTensor& weight) {
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>> plans;
   std::vector<int64_t> key{
       s.n,          s.c,          s.h,           s.w,           s.oc,
       s.kh,         s.kw,         s.groups,      p.stride[0],   p.stride[1],
@@ -133,48 +235,49 @@ ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
   if (it == plans.end()) {
     // A bounded cache: dynamic shapes can make many geometries.
     if (plans.size() >= 256) plans.clear();
-    try {
-      it = plans.emplace(std::move(key), make_plan(s, p, has_bias, weight_user)).first;
-    } catch (const dnnl::error&) {
-      return nullptr;  // no implementation for this case
-    }
+    it =
+        plans.emplace(std::move(key), make_plan(s, p, has_bias, user_weight_desc(weight, s.groups)))
+            .first;
   }
-  return &it->second;
+  return it->second.get();
 }
 
-// Weights reordered once, for borrowed (constant) storages.
+// A weight reordered into a primitive's layout, kept while its source
+// storage lives.
 struct PackedWeight {
   std::weak_ptr<Storage> storage;
   int64_t storage_offset;
   std::vector<int64_t> sizes, strides;
-  memory::desc desc;
-  memory packed;
+  dnnl_memory_desc_t desc;
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> packed;
 };
 
 class WeightCache {
  public:
-  // The packed copy of `w` in `desc`, made with `pack` on a miss.
+  // The packed copy of `w` in `desc`, made by `pack` on a miss.
   template <typename Pack>
-  memory get(const SlimTensor& w, const memory::desc& desc, Pack&& pack) {
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> get(const SlimTensor& w,
+                                                            const dnnl_memory_desc_t& desc,
+                                                            Pack&& pack) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto range = entries_.equal_range(w.storage().get());
     for (auto it = range.first; it != range.second; ++it) {
       const PackedWeight& e = it->second;
       if (e.storage.lock() == w.storage() && e.storage_offset == w.storage_offset() &&
-          e.sizes == w.sizes().vec() && e.strides == w.strides().vec() && e.desc == desc) {
+          e.sizes == w.sizes().vec() && e.strides == w.strides().vec() && same(e.desc, desc)) {
         return e.packed;
       }
     }
     sweep();
     PackedWeight e{w.storage(), w.storage_offset(), w.sizes().vec(), w.strides().vec(), desc,
                    pack()};
-    memory packed = e.packed;
+    auto packed = e.packed;
     entries_.emplace(w.storage().get(), std::move(e));
     return packed;
   }
 
  private:
-  // Drops entries whose storage died (a closed model's constants); a new
+  // Drops entries whose storage died (a closed model's constants): a new
   // storage at the same address must never see their bytes.
   void sweep() {
     for (auto it = entries_.begin(); it != entries_.end();) {
@@ -190,10 +293,16 @@ WeightCache& weight_cache() {
   return *cache;
 }
 
-memory reorder_into(const memory& src, const memory::desc& desc) {
-  memory out(desc, cpu_engine());
-  dnnl::reorder(src, out).execute(thread_stream(), const_cast<memory&>(src), out);
-  return out;
+// A new oneDNN-allocated memory in `md`.
+Memory allocated(const dnnl_memory_desc_t& md) { return memory_at(md, DNNL_MEMORY_ALLOCATE); }
+
+// True if `t` is laid out densely with `canonical` strides (size-1 dims may
+// have any stride: they never move the address).
+bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] != 1 && t.strides()[d] != canonical[d]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -201,7 +310,10 @@ memory reorder_into(const memory& src, const memory::desc& desc) {
 bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
                         const SlimTensor* bias, const ConvParams& p, const ConvShape& s,
                         const SlimTensor& out) {
+  if (!onednn().ok) return false;
   if (input_in.dtype() != dtype::kFloat32 || weight.dtype() != dtype::kFloat32) return false;
+  ConvPlan* plan = thread_plan(s, p, bias != nullptr, weight);
+  if (plan == nullptr) return false;
   const std::vector<int64_t> in_sizes{s.n, s.c, s.h, s.w};
   const std::vector<int64_t> want =
       s.channels_last ? channels_last_strides(in_sizes) : contiguous_strides(in_sizes);
@@ -212,31 +324,43 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
     input = SlimTensor::empty(in_sizes.data(), want.data(), 4, dtype::kFloat32, device::kCPU, -1);
     copy_elements(input, input_in);
   }
-  const memory::desc weight_user = user_weight_desc(weight, s.groups);
-  ConvPlan* found = thread_plan(s, p, bias != nullptr, weight_user, weight);
-  if (found == nullptr) return false;
-  ConvPlan& plan = *found;
-  const dnnl::engine& engine = cpu_engine();
-  dnnl::stream& stream = thread_stream();
 
-  memory weight_mem(plan.weight_user, engine, weight.data_ptr());
-  const memory::desc weight_desc = plan.pd.weights_desc();
-  if (weight_desc != plan.weight_user) {
+  Memory weight_user = memory_at(plan->weight_user, weight.data_ptr());
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> weight_packed;
+  dnnl_memory_t weight_mem = weight_user.get();
+  Memory weight_temp;
+  if (plan->reorder_weight) {
+    auto pack = [&]() {
+      Memory packed = allocated(plan->weight);
+      plan->weight_in.run(weight_user.get(), packed.get(), "weight reorder");
+      return packed;
+    };
     if (weight.storage() && !weight.storage()->owns()) {
-      weight_mem = weight_cache().get(weight, weight_desc,
-                                      [&]() { return reorder_into(weight_mem, weight_desc); });
+      weight_packed = weight_cache().get(weight, plan->weight, [&]() {
+        return std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>>(pack());
+      });
+      weight_mem = weight_packed.get();
     } else {
-      weight_mem = reorder_into(weight_mem, weight_desc);
+      weight_temp = pack();
+      weight_mem = weight_temp.get();
     }
   }
-  memory src_mem(plan.src_user, engine, input.data_ptr());
-  if (plan.reorder_src) src_mem = reorder_into(src_mem, plan.pd.src_desc());
-  memory dst_user(plan.dst_user, engine, out.data_ptr());
-  memory dst_mem = plan.reorder_dst ? memory(plan.pd.dst_desc(), engine) : dst_user;
+  Memory src_user = memory_at(plan->src_user, input.data_ptr());
+  Memory src_temp;
+  dnnl_memory_t src_mem = src_user.get();
+  if (plan->reorder_src) {
+    src_temp = allocated(plan->src);
+    plan->src_in.run(src_user.get(), src_temp.get(), "input reorder");
+    src_mem = src_temp.get();
+  }
+  Memory dst_user = memory_at(plan->dst_user, out.data_ptr());
+  Memory dst_temp = plan->reorder_dst ? allocated(plan->dst) : Memory();
+  dnnl_memory_t dst_mem = plan->reorder_dst ? dst_temp.get() : dst_user.get();
 
-  std::unordered_map<int, memory> args{
+  std::vector<dnnl_exec_arg_t> args{
       {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, weight_mem}, {DNNL_ARG_DST, dst_mem}};
   SlimTensor bias_dense;
+  Memory bias_mem;
   if (bias != nullptr) {
     check_conv_bias(*bias, s.oc);
     bias_dense = *bias;
@@ -244,14 +368,12 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
       bias_dense = SlimTensor::empty(&s.oc, nullptr, 1, dtype::kFloat32, device::kCPU, -1);
       copy_elements(bias_dense, *bias);
     }
-    args.emplace(DNNL_ARG_BIAS, memory(plan.pd.bias_desc(), engine, bias_dense.data_ptr()));
+    bias_mem = memory_at(plan->bias, bias_dense.data_ptr());
+    args.push_back({DNNL_ARG_BIAS, bias_mem.get()});
   }
-  const memory::desc scratch_desc = plan.pd.scratchpad_desc();
-  args.emplace(DNNL_ARG_SCRATCHPAD,
-               memory(scratch_desc, engine, thread_scratch(scratch_desc.get_size())));
-  plan.conv.execute(stream, args);
-  if (plan.reorder_dst) dnnl::reorder(dst_mem, dst_user).execute(stream, dst_mem, dst_user);
-  stream.wait();
+  execute(plan->conv.get(), args, plan->scratch, "convolution");
+  if (plan->reorder_dst) plan->dst_out.run(dst_mem, dst_user.get(), "output reorder");
+  onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
   return true;
 }
 

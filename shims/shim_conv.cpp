@@ -11,6 +11,7 @@
 
 #include "shims/conv_geometry.h"
 #include "shims/conv_onednn.h"
+#include "shims/float_compute.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -117,6 +118,20 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
                                                             padding_len_, dilation, dilation_len_);
     const shimkit::SlimTensor* b =
         (bias != nullptr && *bias != nullptr) ? &shimkit::as_tensor(*bias) : nullptr;
-    *ret0 = shimkit::to_handle(shimkit::convolution(in, shimkit::as_tensor(weight), b, p, groups));
+    const shimkit::SlimTensor& w = shimkit::as_tensor(weight);
+    if (!shimkit::is_reduced_float(in.dtype())) {
+      *ret0 = shimkit::to_handle(shimkit::convolution(in, w, b, p, groups));
+      return;
+    }
+    // float16/bfloat16: a float32 convolution of exact copies, rounded once.
+    if (w.dtype() != in.dtype() || (b != nullptr && b->defined() && b->dtype() != in.dtype())) {
+      throw shimkit::ShimError("convolution operand dtypes differ");
+    }
+    const shimkit::SlimTensor b32 =
+        (b != nullptr && b->defined()) ? shimkit::float32_copy(*b) : shimkit::SlimTensor();
+    const shimkit::SlimTensor out32 =
+        shimkit::convolution(shimkit::float32_copy(in), shimkit::float32_copy(w),
+                             b32.defined() ? &b32 : nullptr, p, groups);
+    *ret0 = shimkit::to_handle(shimkit::converted(out32, in.dtype()));
   });
 }

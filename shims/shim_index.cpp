@@ -1,9 +1,11 @@
 // Slim CPU scatter family: what Inductor emits for scatter / scatter_add /
-// scatter_reduce when it does not generate the loop itself
+// scatter_reduce / index_reduce when it does not generate the loop itself
 // (aoti_torch_cpu_scatter_src_out, _scatter_value_out,
-// _scatter_reduce_two_out). out = self, then every position i of `index`
-// sends src[i] (or `value`) to out at index[i] along `dim`, combined by the
-// reduction. Indices are checked ([0, size)), as in ATen.
+// _scatter_reduce_two_out, _index_reduce). out = self, then every position i
+// of `index` sends src[i] (or `value`) to out at index[i] along `dim`,
+// combined by the reduction. index_reduce is the scatter of whole slices: its
+// 1-D index, expanded to the source's shape. Indices are checked ([0, size)),
+// as in ATen.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,13 +127,9 @@ void scatter(const SlimTensor& out, int64_t dim, const SlimTensor& index, const 
   }
 }
 
-void run_scatter(AtenTensorHandle out_h, AtenTensorHandle self_h, int64_t dim,
-                 AtenTensorHandle index_h, AtenTensorHandle* src_h, double value, Reduce reduce,
+void run_scatter(const SlimTensor& out, const SlimTensor& self, int64_t dim,
+                 const SlimTensor& index, const SlimTensor* src, double value, Reduce reduce,
                  bool include_self) {
-  const SlimTensor& out = as_tensor(out_h);
-  const SlimTensor& self = as_tensor(self_h);
-  const SlimTensor& index = as_tensor(index_h);
-  const SlimTensor* src = src_h != nullptr ? &as_tensor(*src_h) : nullptr;
   if (out.sizes() != self.sizes() || out.dtype() != self.dtype()) {
     throw ShimError("scatter: out must match self in sizes and dtype");
   }
@@ -150,22 +148,69 @@ void run_scatter(AtenTensorHandle out_h, AtenTensorHandle self_h, int64_t dim,
   });
 }
 
+// index_reduce's 1-D `index` expanded along `dim` to `source`'s shape.
+SlimTensor expand_index(const SlimTensor& index, const SlimTensor& source, int64_t dim) {
+  if (index.dim() > 1) throw ShimError("index_reduce index must be 1-D");
+  const int64_t n = index.dim() == 0 ? 1 : index.sizes()[0];
+  if ((source.dim() == 0 ? 1 : source.sizes()[dim]) != n) {
+    throw ShimError("index_reduce: source's size along dim must equal the index length");
+  }
+  SlimTensor out = SlimTensor::empty(source.sizes().data(), nullptr, source.dim(), dtype::kInt64,
+                                     source.device_type(), source.device_index());
+  const int64_t istride = index.dim() == 0 ? 0 : index.strides()[0];
+  const int64_t* out_strides = out.strides().data();
+  int64_t* dst = static_cast<int64_t*>(out.data_ptr());
+  dispatch_index(index.dtype(), "index_reduce index", [&](auto tag) {
+    const auto* src = static_cast<const decltype(tag)*>(index.data_ptr());
+    for_each_position<1>(source.sizes().vec(), {out_strides},
+                         [&](const std::vector<int64_t>& pos, const std::array<int64_t, 1>& off) {
+                           const int64_t i = source.dim() == 0 ? 0 : pos[dim];
+                           dst[off[0]] = static_cast<int64_t>(src[i * istride]);
+                         });
+  });
+  return out;
+}
+
 }  // namespace
 }  // namespace shimkit
 
 extern "C" {
 
+AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim,
+                                           AtenTensorHandle index, AtenTensorHandle source,
+                                           const char* reduce, int32_t include_self,
+                                           AtenTensorHandle* ret0) {
+  return SHIMKIT_GUARD({
+    using shimkit::SlimTensor;
+    shimkit::check_out(ret0);
+    const SlimTensor& t = shimkit::as_tensor(self);
+    const SlimTensor& src = shimkit::as_tensor(source);
+    const int64_t d = shimkit::wrap_dim(dim, t.dim());
+    const shimkit::Reduce r = shimkit::parse_reduce(reduce);
+    if (r == shimkit::Reduce::kSum) throw shimkit::ShimError("index_reduce has no 'sum'");
+    SlimTensor expanded = shimkit::expand_index(shimkit::as_tensor(index), src, d);
+    SlimTensor out = SlimTensor::empty(t.sizes().data(), nullptr, t.dim(), t.dtype(),
+                                       t.device_type(), t.device_index());
+    shimkit::run_scatter(out, t, d, expanded, &src, 0.0, r, include_self != 0);
+    *ret0 = shimkit::to_handle(std::move(out));
+  });
+}
+
 AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self,
                                               int64_t dim, AtenTensorHandle index,
                                               AtenTensorHandle src) {
-  return SHIMKIT_GUARD(
-      { shimkit::run_scatter(out, self, dim, index, &src, 0.0, shimkit::Reduce::kAssign, true); });
+  return SHIMKIT_GUARD({
+    const shimkit::SlimTensor& s = shimkit::as_tensor(src);
+    shimkit::run_scatter(shimkit::as_tensor(out), shimkit::as_tensor(self), dim,
+                         shimkit::as_tensor(index), &s, 0.0, shimkit::Reduce::kAssign, true);
+  });
 }
 
 AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
                                                 int64_t dim, AtenTensorHandle index, double value) {
   return SHIMKIT_GUARD({
-    shimkit::run_scatter(out, self, dim, index, nullptr, value, shimkit::Reduce::kAssign, true);
+    shimkit::run_scatter(shimkit::as_tensor(out), shimkit::as_tensor(self), dim,
+                         shimkit::as_tensor(index), nullptr, value, shimkit::Reduce::kAssign, true);
   });
 }
 
@@ -174,7 +219,9 @@ AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(AtenTensorHandle out, AtenT
                                                      AtenTensorHandle src, const char* reduce,
                                                      int32_t include_self) {
   return SHIMKIT_GUARD({
-    shimkit::run_scatter(out, self, dim, index, &src, 0.0, shimkit::parse_reduce(reduce),
+    const shimkit::SlimTensor& s = shimkit::as_tensor(src);
+    shimkit::run_scatter(shimkit::as_tensor(out), shimkit::as_tensor(self), dim,
+                         shimkit::as_tensor(index), &s, 0.0, shimkit::parse_reduce(reduce),
                          include_self != 0);
   });
 }

@@ -55,8 +55,9 @@ class BasicBlock(nn.Module):
 class ResNet(nn.Module):
     """ResNet-18's layout (7x7 stem, max pool, 4 stages of basic blocks, avg pool, fc)."""
 
-    def __init__(self, widths: tuple[int, ...] = (64, 128, 256, 512), blocks: int = 2,
-                 classes: int = 1000) -> None:
+    def __init__(
+        self, widths: tuple[int, ...] = (64, 128, 256, 512), blocks: int = 2, classes: int = 1000
+    ) -> None:
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv2d(3, widths[0], 7, 2, 3, bias=False),
@@ -105,14 +106,28 @@ class InvertedResidual(nn.Module):
 
 class MobileNetV2(nn.Module):
     # (expand, channels, repeats, stride) as in the paper.
-    FULL = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-            (6, 160, 3, 2), (6, 320, 1, 1))
+    FULL = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
 
-    def __init__(self, setting: tuple[tuple[int, int, int, int], ...] = FULL, stem: int = 32,
-                 last: int = 1280, classes: int = 1000) -> None:
+    def __init__(
+        self,
+        setting: tuple[tuple[int, int, int, int], ...] = FULL,
+        stem: int = 32,
+        last: int = 1280,
+        classes: int = 1000,
+    ) -> None:
         super().__init__()
         layers: list[nn.Module] = [
-            nn.Conv2d(3, stem, 3, 2, 1, bias=False), nn.BatchNorm2d(stem), nn.ReLU6()
+            nn.Conv2d(3, stem, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(stem),
+            nn.ReLU6(),
         ]
         cin = stem
         for t, c, n, s in setting:
@@ -165,70 +180,82 @@ class Attention(nn.Module):
         return self.o(y.transpose(1, 2).reshape(b, t, d))
 
 
+class Block(nn.Module):
+    """A pre-LayerNorm decoder block: causal self-attention and a GELU MLP."""
+
+    def __init__(self, d: int, heads: int, kv_heads: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, kv_heads)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
 class GPT(nn.Module):
-    def __init__(self, vocab: int = 97, d: int = 64, heads: int = 4, kv_heads: int = 4,
-                 layers: int = 2, ctx: int = 32) -> None:
+    def __init__(
+        self,
+        vocab: int = 97,
+        d: int = 64,
+        heads: int = 4,
+        kv_heads: int = 4,
+        layers: int = 2,
+        ctx: int = 32,
+    ) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList()
-        for _ in range(layers):
-            self.blocks.append(nn.ModuleDict({
-                "ln1": nn.LayerNorm(d), "attn": Attention(d, heads, kv_heads),
-                "ln2": nn.LayerNorm(d),
-                "mlp": nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)),
-            }))
+        self.blocks = nn.Sequential(*[Block(d, heads, kv_heads) for _ in range(layers)])
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.tok(idx) + self.pos(pos)
-        for blk in self.blocks:
-            x = x + blk["attn"](blk["ln1"](x))
-            x = x + blk["mlp"](blk["ln2"](x))
+        x = self.blocks(self.tok(idx) + self.pos(pos))
         return self.head(self.ln(x))
 
 
 class MaskedAttention(nn.Module):
-    """SDPA with an explicit mask input: bool (True = attend) or additive float."""
+    """SDPA with explicit masks: a boolean one (True = attend) and an additive float one."""
 
     def __init__(self, d: int = 32, heads: int = 4) -> None:
         super().__init__()
         self.heads, self.hd = heads, d // heads
         self.qkv = nn.Linear(d, 3 * d)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def attend(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4).unbind(0)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(
-            b, t, d)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return y.transpose(1, 2).reshape(b, t, d)
+
+    def forward(
+        self, x: torch.Tensor, keep: torch.Tensor, bias: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.attend(x, keep), self.attend(x, bias)
 
 
 # --- recurrent -------------------------------------------------------------------
 
 
-class LSTMTagger(nn.Module):
-    def __init__(self, d_in: int = 16, hidden: int = 32, layers: int = 2, out: int = 5,
-                 bidirectional: bool = False) -> None:
+class Recurrent(nn.Module):
+    """A 2-layer LSTM, a bidirectional LSTM and a 2-layer GRU over one sequence."""
+
+    def __init__(self, d_in: int = 16, hidden: int = 32, out: int = 5) -> None:
         super().__init__()
-        self.rnn = nn.LSTM(d_in, hidden, layers, batch_first=True, bidirectional=bidirectional)
-        self.fc = nn.Linear(hidden * (2 if bidirectional else 1), out)
+        self.lstm = nn.LSTM(d_in, hidden, 2, batch_first=True)
+        self.bilstm = nn.LSTM(d_in, hidden, 1, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(d_in, hidden, 2, batch_first=True)
+        self.fc = nn.Linear(4 * hidden, out)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y, _ = self.rnn(x)
-        return self.fc(y)
-
-
-class GRUTagger(nn.Module):
-    def __init__(self, d_in: int = 16, hidden: int = 32, layers: int = 2, out: int = 5) -> None:
-        super().__init__()
-        self.rnn = nn.GRU(d_in, hidden, layers, batch_first=True)
-        self.fc = nn.Linear(hidden, out)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        y, h = self.rnn(x)
-        return self.fc(y), h
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        y1, (_, c1) = self.lstm(x)
+        y2, _ = self.bilstm(x)
+        y3, h3 = self.gru(x)
+        return self.fc(torch.cat([y1, y2, y3], dim=-1)), c1, h3
 
 
 # --- embedding-bag recommender ------------------------------------------------------
@@ -243,8 +270,13 @@ class Recommender(nn.Module):
         self.user = nn.Embedding(20, d)
         self.score = nn.Linear(d, items)
 
-    def forward(self, user: torch.Tensor, history: torch.Tensor, offsets: torch.Tensor,
-                weights: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(
+        self,
+        user: torch.Tensor,
+        history: torch.Tensor,
+        offsets: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
         h = self.bag(history, offsets)  # [B, d]
         u = self.user(user)  # [B, d]
         logits = self.score(h * u)  # [B, items]
@@ -257,6 +289,48 @@ class Recommender(nn.Module):
         mass = torch.cumsum(torch.softmax(ranked, dim=1), dim=1)
         seen = torch.zeros_like(logits).scatter(1, history.view(logits.shape[0], -1), 1.0)
         return order, best, top_logit, mass, seen
+
+
+# --- index, scan and search ops that Inductor leaves to fallbacks ------------------
+
+
+class IndexOps(nn.Module):
+    """scatter_reduce, scatter_add, index_reduce, cumprod, logcumsumexp, searchsorted,
+    bucketize and topk on a small projection of the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 6)
+        self.register_buffer("edges", torch.tensor([-1.0, -0.25, 0.0, 0.5, 1.5]))
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> tuple[Any, ...]:
+        y = self.proj(x)  # [4, 6]
+        amax = y.scatter_reduce(1, idx, y[:, :3], reduce="amax", include_self=False)
+        mean = y.scatter_reduce(1, idx, y[:, 3:], reduce="mean", include_self=True)
+        added = torch.zeros_like(y).scatter_add(1, idx, y[:, :3])
+        prod = y.index_reduce(0, rows, y[:3] * 0.5, "prod")
+        cum = torch.cumprod(torch.tanh(y), 1), torch.logcumsumexp(y, 1)
+        sorted_y, _ = torch.sort(y, dim=1)
+        pos = torch.searchsorted(sorted_y, y), torch.bucketize(y, self.edges, right=True)
+        top = torch.topk(y, 2, dim=1)
+        return amax, mean, added, prod, *cum, *pos, top.values, top.indices
+
+
+# --- reduced precision --------------------------------------------------------------
+
+
+class ReducedPrecision(nn.Module):
+    """A bfloat16 MLP and a float16 convolution inside a float32 model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).to(torch.bfloat16)
+        self.conv = nn.Conv2d(3, 4, 3, padding=1).to(torch.float16)
+
+    def forward(self, x: torch.Tensor, img: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.mlp(x.to(torch.bfloat16)).float()
+        z = self.conv(img.to(torch.float16)).float()
+        return y, z
 
 
 # --- dynamic batch --------------------------------------------------------------------
@@ -277,21 +351,19 @@ def _randn(*shape: int) -> torch.Tensor:
 
 def _resnet() -> ZooModel:
     _seeded(1)
-    return ZooModel(ResNet(widths=(8, 16, 32, 64), blocks=1, classes=10).eval(),
-                    (_randn(2, 3, 32, 32),))
-
-
-def _resnet_cl() -> ZooModel:
-    z = _resnet()
-    return ZooModel(z.model.to(memory_format=torch.channels_last),
-                    (z.inputs[0].contiguous(memory_format=torch.channels_last),))
+    return ZooModel(
+        ResNet(widths=(8, 16, 32, 64), blocks=1, classes=10).eval(), (_randn(2, 3, 32, 32),)
+    )
 
 
 def _mobilenet() -> ZooModel:
     _seeded(2)
     setting = ((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2))
-    return ZooModel(MobileNetV2(setting, stem=8, last=64, classes=10).eval(),
-                    (_randn(2, 3, 32, 32),))
+    # A channels_last input: the nhwc path from the first convolution on.
+    return ZooModel(
+        MobileNetV2(setting, stem=8, last=64, classes=10).eval(),
+        (_randn(2, 3, 32, 32).contiguous(memory_format=torch.channels_last),),
+    )
 
 
 def _encoder() -> ZooModel:
@@ -312,31 +384,16 @@ def _gpt_gqa() -> ZooModel:
     return ZooModel(GPT(heads=8, kv_heads=2).eval(), (torch.randint(0, 97, (2, 16)),))
 
 
-def _attn_bool_mask() -> ZooModel:
+def _sdpa_masks() -> ZooModel:
     _seeded(6)
-    mask = torch.rand(2, 1, 12, 12) > 0.3
-    mask[..., 0] = True  # every row attends somewhere
-    return ZooModel(MaskedAttention().eval(), (_randn(2, 12, 32), mask))
+    keep = torch.rand(2, 1, 12, 12) > 0.3
+    keep[..., 0] = True  # every row attends somewhere
+    return ZooModel(MaskedAttention().eval(), (_randn(2, 12, 32), keep, _randn(2, 4, 12, 12)))
 
 
-def _attn_float_mask() -> ZooModel:
-    _seeded(7)
-    return ZooModel(MaskedAttention().eval(), (_randn(2, 12, 32), _randn(2, 4, 12, 12)))
-
-
-def _lstm() -> ZooModel:
+def _recurrent() -> ZooModel:
     _seeded(8)
-    return ZooModel(LSTMTagger().eval(), (_randn(3, 7, 16),))
-
-
-def _lstm_bidir() -> ZooModel:
-    _seeded(9)
-    return ZooModel(LSTMTagger(bidirectional=True, layers=1).eval(), (_randn(3, 7, 16),))
-
-
-def _gru() -> ZooModel:
-    _seeded(10)
-    return ZooModel(GRUTagger().eval(), (_randn(3, 7, 16),))
+    return ZooModel(Recurrent().eval(), (_randn(3, 7, 16),))
 
 
 def _recommender() -> ZooModel:
@@ -344,29 +401,66 @@ def _recommender() -> ZooModel:
     b, per = 4, 3
     history = torch.randint(0, 50, (b * per,))
     offsets = torch.arange(0, b * per, per)
-    return ZooModel(Recommender().eval(),
-                    (torch.randint(0, 20, (b,)), history, offsets, torch.rand(b * per)))
+    return ZooModel(
+        Recommender().eval(), (torch.randint(0, 20, (b,)), history, offsets, torch.rand(b * per))
+    )
 
 
 def _dynamic_mlp() -> ZooModel:
     _seeded(12)
     batch = torch.export.Dim("batch", min=1, max=256)
-    return ZooModel(MLP().eval(), (_randn(4, 16),), dynamic_shapes=({0: batch},),
-                    more_inputs=[(_randn(1, 16),), (_randn(200, 16),)])
+    return ZooModel(
+        MLP().eval(),
+        (_randn(4, 16),),
+        dynamic_shapes=({0: batch},),
+        more_inputs=[(_randn(2, 16),), (_randn(200, 16),)],
+    )
+
+
+def _index_ops() -> ZooModel:
+    _seeded(13)
+    idx = torch.tensor([[0, 2, 2], [5, 5, 1], [3, 0, 3], [4, 4, 4]])
+    return ZooModel(IndexOps().eval(), (_randn(4, 8), idx, torch.tensor([1, 3, 1])))
+
+
+def _reduced_precision() -> ZooModel:
+    _seeded(14)
+    return ZooModel(ReducedPrecision().eval(), (_randn(3, 16), _randn(2, 3, 8, 8)))
+
+
+# Full-size models for bench/bench_models.py (not compiled by the test suite).
+
+
+def _resnet18() -> ZooModel:
+    _seeded(20)
+    return ZooModel(ResNet().eval(), (_randn(1, 3, 224, 224),))
+
+
+def _mobilenet_v2_full() -> ZooModel:
+    _seeded(21)
+    return ZooModel(MobileNetV2().eval(), (_randn(1, 3, 224, 224),))
+
+
+def _transformer_block() -> ZooModel:
+    _seeded(22)
+    return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
 
 
 ZOO: dict[str, Callable[[], ZooModel]] = {
     "resnet": _resnet,
-    "resnet_channels_last": _resnet_cl,
     "mobilenet_v2": _mobilenet,
     "transformer_encoder": _encoder,
     "gpt": _gpt,
     "gpt_gqa": _gpt_gqa,
-    "sdpa_bool_mask": _attn_bool_mask,
-    "sdpa_float_mask": _attn_float_mask,
-    "lstm": _lstm,
-    "lstm_bidirectional": _lstm_bidir,
-    "gru": _gru,
+    "sdpa_masks": _sdpa_masks,
+    "recurrent": _recurrent,
     "recommender": _recommender,
+    "index_ops": _index_ops,
+    "reduced_precision": _reduced_precision,
     "dynamic_mlp": _dynamic_mlp,
+    "resnet18": _resnet18,
+    "mobilenet_v2_full": _mobilenet_v2_full,
+    "transformer_block": _transformer_block,
 }
+# What the test suite compiles (the rest are bench/bench_models.py's full-size models).
+SUITE = list(ZOO)[: list(ZOO).index("resnet18")]

@@ -42,9 +42,10 @@ _LINK_COMMON = ["-shared", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
 # backend registry, which hosts build with their own mode).
 RUNTIME_SOURCES = ("elf_imports.cpp", "runtime.cpp", "temp_blob_file.cpp")
 RUN_BLOB = "shimkit-run-blob"
-# What the shim library links: OpenBLAS (GEMMs) and oneDNN (convolution), both
-# from Debian (libopenblas-dev, libdnnl-dev). shims/BUILD.bazel lists the same.
-SHIM_LINK_LIBS = ["-lopenblas", "-ldnnl"]
+# What the shim library links: OpenBLAS (GEMMs) and libdl (it opens oneDNN,
+# libdnnl-dev's libdnnl.so.2, at run time: shims/onednn_api.h says why).
+# shims/BUILD.bazel lists the same.
+SHIM_LINK_LIBS = ["-lopenblas", "-ldl"]
 
 
 @dataclass(frozen=True)
