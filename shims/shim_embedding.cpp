@@ -88,7 +88,8 @@ void embedding_bag(const SlimTensor& weight, const std::vector<int64_t>& idx,
     for (int64_t d = 0; d < s.dim; ++d) {
       const Acc v = (s.mode == kBagMax && count == 0) ? Acc(0) : acc[d] / div;
       Scalar<T>::store(o + b * s.dim + d, v);
-      if (s.mode == kBagMax) r->max_indices[b * s.dim + d] = arg[d];
+      // An empty bag's max index is 0, as in ATen.
+      if (s.mode == kBagMax) r->max_indices[b * s.dim + d] = count == 0 ? 0 : arg[d];
     }
   }
 }
@@ -135,7 +136,7 @@ void run_embedding_bag(AtenTensorHandle weight_h, AtenTensorHandle indices_h,
   BagResults r;
   r.offset2bag.assign(static_cast<size_t>(s.num_indices), 0);
   r.bag_size.assign(static_cast<size_t>(s.bags), 0);
-  if (s.mode == kBagMax) r.max_indices.assign(static_cast<size_t>(s.bags * s.dim), -1);
+  if (s.mode == kBagMax) r.max_indices.assign(static_cast<size_t>(s.bags * s.dim), 0);
   dispatch_floating(weight.dtype(), "embedding_bag weight", [&](auto tag) {
     embedding_bag<decltype(tag)>(weight, idx, begin, end, psw, s, padding_idx, out, &r);
   });

@@ -38,7 +38,7 @@ def _digest(exported: Any, options: dict[str, Any]) -> str:
     digest.update(exported.graph_module.code.encode())
     for name, tensor in sorted({**exported.state_dict, **exported.constants}.items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().contiguous().view(torch.uint8).numpy().tobytes())
+        digest.update(tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     for spec in exported.graph_signature.input_specs:
         digest.update(str(spec).encode())
     for node in exported.graph.find_nodes(op="placeholder"):
