@@ -100,15 +100,20 @@ Primitive make_primitive(const_dnnl_primitive_desc_t pd) {
   return Primitive(p);
 }
 
-// A reorder from `from` to `to`, with a user scratchpad like every primitive here.
+// Attributes of every primitive here: a user scratchpad (thread_scratch).
+Attr user_scratchpad() {
+  dnnl_primitive_attr_t attr = nullptr;
+  onednn_check(onednn().dnnl_primitive_attr_create(&attr), "attributes");
+  Attr owned(attr);
+  onednn_check(onednn().dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+               "scratchpad mode");
+  return owned;
+}
+
+// A reorder from `from` to `to`.
 Primitive make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
                        dnnl_memory_desc_t* scratch) {
-  dnnl_primitive_attr_t attr_raw = nullptr;
-  onednn_check(onednn().dnnl_primitive_attr_create(&attr_raw), "attributes");
-  Attr attr(attr_raw);
-  onednn_check(
-      onednn().dnnl_primitive_attr_set_scratchpad_mode(attr.get(), dnnl_scratchpad_mode_user),
-      "scratchpad mode");
+  const Attr attr = user_scratchpad();
   dnnl_primitive_desc_t pd_raw = nullptr;
   onednn_check(onednn().dnnl_reorder_primitive_desc_create(&pd_raw, &from, cpu_engine(), &to,
                                                            cpu_engine(), attr.get()),
@@ -192,12 +197,7 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
                    &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
                    has_bias ? &bias_md : nullptr, &dst_md, strides, dilates, pad_l, pad_r),
                "convolution descriptor");
-  dnnl_primitive_attr_t attr_raw = nullptr;
-  onednn_check(onednn().dnnl_primitive_attr_create(&attr_raw), "attributes");
-  Attr attr(attr_raw);
-  onednn_check(
-      onednn().dnnl_primitive_attr_set_scratchpad_mode(attr.get(), dnnl_scratchpad_mode_user),
-      "scratchpad mode");
+  const Attr attr = user_scratchpad();
   dnnl_primitive_desc_t pd = nullptr;
   const dnnl_status_t status =
       onednn().dnnl_primitive_desc_create(&pd, &desc, attr.get(), cpu_engine(), nullptr);

@@ -417,8 +417,58 @@ def test_rnn_layer_refuses_other_modes(sh: TorchShims) -> None:
 # --- the check family ------------------------------------------------------------------
 
 
+_CHECK_CALLER = r"""
+#include <cstdio>
+#include <exception>
+
+#include "shims/aoti_shim_abi.h"
+
+// What a blob's wrapper does around a run: a failed check must arrive as a
+// std::exception (the entry point turns it into a failed run), not return.
+int main() {
+  aoti_torch_check(true, "f", "wrapper.cpp", 3, "never");
+  try {
+    aoti_torch_check(false, "run_impl", "wrapper.cpp", 7, "Integer division by zero");
+  } catch (const std::exception& e) {
+    std::printf("caught: %s\nlast error: %s\n", e.what(), shimkit_shim_last_error());
+    return 0;
+  }
+  std::printf("returned\n");
+  return 1;
+}
+"""
+
+
+def test_failed_check_throws_a_std_exception(libs: Any, config: Any, tmp_path: Any) -> None:
+    source = tmp_path / "check_caller.cpp"
+    source.write_text(_CHECK_CALLER)
+    exe = tmp_path / "check_caller"
+    root = libs.shims.parents[3]
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            f"-I{root}",
+            *config.flags,
+            str(source),
+            "-o",
+            str(exe),
+            f"-L{libs.shims.parent}",
+            "-lshimkit_shims",
+            f"-Wl,-rpath,{libs.shims.parent}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "caught: Integer division by zero (run_impl at wrapper.cpp:7)" in proc.stdout
+    name = config.prefixed("aoti_torch_check")
+    assert f"last error: {name}: Integer division by zero" in proc.stdout
+
+
 def test_check_passes_and_inf_nan_check_reports(sh: TorchShims) -> None:
-    # A true check returns (a false one throws into the blob: see tests/models).
+    # A true check returns; a false one throws (the test above: not through ctypes).
     sh.fn("aoti_torch_check")(ctypes.c_bool(True), b"f", b"file.cpp", ctypes.c_uint32(1), b"m")
     clean = sh.tensor(torch.randn(3, 4))
     assert sh.call("aoti_torch_check_inf_and_nan", b"x", clean) == 0
@@ -721,17 +771,18 @@ def test_reduced_precision_gemms_match_aten(sh: TorchShims, dtype: torch.dtype) 
 def convolution(
     sh: TorchShims,
     x: torch.Tensor,
-    w: torch.Tensor,
+    w: torch.Tensor | Handle,
     b: torch.Tensor | None,
     padding: int = 1,
     groups: int = 1,
 ) -> torch.Tensor:
+    """A 2-D convolution (stride 1) through the shim; `w` a tensor or a shim handle."""
     bias_h = sh.tensor(b) if b is not None else None
     out = Handle()
     sh.ok(
         "aoti_torch_cpu_convolution",
         sh.tensor(x),
-        sh.tensor(w),
+        w if isinstance(w, Handle) else sh.tensor(w),
         ctypes.byref(bias_h) if bias_h is not None else None,
         ints(1, 1),
         ctypes.c_int64(2),
@@ -798,26 +849,9 @@ def test_convolution_weight_cache_follows_the_storage(sh: TorchShims, groups: in
     for _ in range(2):
         w = torch.randn(16, 8 // groups, 3, 3)
         ctypes.memmove(data.value, w.data_ptr(), w.numel() * 4)
-        out = Handle()
-        sh.ok(
-            "aoti_torch_cpu_convolution",
-            sh.tensor(x),
-            owned,
-            None,
-            ints(1, 1),
-            ctypes.c_int64(2),
-            ints(1, 1),
-            ctypes.c_int64(2),
-            ints(1, 1),
-            ctypes.c_int64(2),
-            ctypes.c_int32(0),
-            ints(0, 0),
-            ctypes.c_int64(2),
-            ctypes.c_int64(groups),
-            ctypes.byref(out),
-        )
         torch.testing.assert_close(
-            sh.torch(out), torch.nn.functional.conv2d(x, w, padding=1, groups=groups)
+            convolution(sh, x, owned, None, groups=groups),
+            torch.nn.functional.conv2d(x, w, padding=1, groups=groups),
         )
     sh.free(owned)
 
