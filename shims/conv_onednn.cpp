@@ -1,5 +1,5 @@
-// Slim CPU convolution through oneDNN (onednn_api.h), the library ATen uses
-// on the CPU.
+// Slim CPU convolution (and transposed convolution: oneDNN's deconvolution)
+// through oneDNN (onednn_api.h), the library ATen uses on the CPU.
 //
 // - Activations stay in the layout the blob handed over: channels_last
 //   (nhwc) goes straight through the primitive; contiguous (nchw) input is
@@ -149,13 +149,23 @@ Reorder reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to) {
   return r;
 }
 
-// The oneDNN view of the weight tensor [OC, IC/g, KH, KW] (grouped: 5-D).
-dnnl_memory_desc_t user_weight_desc(const SlimTensor& w, int64_t groups) {
+// The oneDNN view of the weight tensor: [OC, IC/g, KH, KW] (grouped: 5-D);
+// a transposed convolution's [IC, OC/g, KH, KW] seen with its first two dims
+// swapped, which is how oneDNN's deconvolution takes it.
+dnnl_memory_desc_t user_weight_desc(const SlimTensor& w, int64_t groups, bool transposed) {
   const auto& sz = w.sizes();
   const auto& st = w.strides();
-  if (groups == 1) return strided_desc(sz.vec(), st.vec());
-  return strided_desc({groups, sz[0] / groups, sz[1], sz[2], sz[3]},
-                      {(sz[0] / groups) * st[0], st[0], st[1], st[2], st[3]});
+  const int64_t out_dim = transposed ? 1 : 0, in_dim = transposed ? 0 : 1;
+  const int64_t oc_per_group = transposed ? sz[1] : sz[0] / groups;
+  const int64_t ic_per_group = transposed ? sz[0] / groups : sz[1];
+  if (groups == 1) {
+    return strided_desc({oc_per_group, ic_per_group, sz[2], sz[3]},
+                        {st[out_dim], st[in_dim], st[2], st[3]});
+  }
+  // Group g's slice starts g * (per-group count along the grouped dim) rows in.
+  const int64_t group_stride = transposed ? ic_per_group * st[0] : oc_per_group * st[0];
+  return strided_desc({groups, oc_per_group, ic_per_group, sz[2], sz[3]},
+                      {group_stride, st[out_dim], st[in_dim], st[2], st[3]});
 }
 
 // A primitive for one geometry, its layouts, and the reorders around it.
@@ -169,7 +179,8 @@ struct ConvPlan {
 };
 
 std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
-                                    const dnnl_memory_desc_t& weight_user) {
+                                    const dnnl_memory_desc_t& weight_user,
+                                    const ConvTranspose* transpose) {
   auto plan = std::make_unique<ConvPlan>();
   const std::vector<int64_t> src_dims{s.n, s.c, s.h, s.w};
   const std::vector<int64_t> dst_dims{s.n, s.oc, s.oh, s.ow};
@@ -185,18 +196,29 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
   std::vector<int64_t> weight_dims(weight_user.dims, weight_user.dims + weight_user.ndims);
   const dnnl_memory_desc_t weight_md = tag_desc(weight_dims, dnnl_format_tag_any);
   const dnnl_memory_desc_t bias_md = tag_desc({s.oc}, dnnl_a);
-  // ideep's right padding: exactly what the floor-divided output size uses.
-  const int64_t ekh = (s.kh - 1) * p.dilation[0] + 1, ekw = (s.kw - 1) * p.dilation[1] + 1;
   const dnnl_dims_t strides{p.stride[0], p.stride[1]};
   const dnnl_dims_t dilates{p.dilation[0] - 1, p.dilation[1] - 1};
   const dnnl_dims_t pad_l{p.padding[0], p.padding[1]};
-  const dnnl_dims_t pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
-                          (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
+  const dnnl_memory_desc_t* bias_arg = has_bias ? &bias_md : nullptr;
   dnnl_convolution_desc_t desc;
-  onednn_check(onednn().dnnl_dilated_convolution_forward_desc_init(
-                   &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
-                   has_bias ? &bias_md : nullptr, &dst_md, strides, dilates, pad_l, pad_r),
-               "convolution descriptor");
+  if (transpose == nullptr) {
+    // ideep's right padding: exactly what the floor-divided output size uses.
+    const int64_t ekh = (s.kh - 1) * p.dilation[0] + 1, ekw = (s.kw - 1) * p.dilation[1] + 1;
+    const dnnl_dims_t pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
+                            (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
+    onednn_check(onednn().dnnl_dilated_convolution_forward_desc_init(
+                     &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
+                     bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
+                 "convolution descriptor");
+  } else {
+    // ATen's: output_padding comes off the right padding.
+    const dnnl_dims_t pad_r{p.padding[0] - transpose->output_padding[0],
+                            p.padding[1] - transpose->output_padding[1]};
+    onednn_check(onednn().dnnl_dilated_deconvolution_forward_desc_init(
+                     &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &weight_md,
+                     bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
+                 "transposed convolution descriptor");
+  }
   const Attr attr = user_scratchpad();
   dnnl_primitive_desc_t pd = nullptr;
   const dnnl_status_t status =
@@ -223,7 +245,7 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
 // Plans of this thread, keyed by everything a plan depends on; null when
 // oneDNN has no implementation for the case.
 ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
-                      const SlimTensor& weight) {
+                      const SlimTensor& weight, const ConvTranspose* transpose) {
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>> plans;
   std::vector<int64_t> key{
       s.n,          s.c,          s.h,           s.w,           s.oc,
@@ -231,12 +253,19 @@ ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
       p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], s.channels_last,
       has_bias};
   for (int64_t st : weight.strides()) key.push_back(st);
+  key.push_back(transpose != nullptr);
+  if (transpose != nullptr) {
+    key.insert(key.end(), transpose->output_padding, transpose->output_padding + 2);
+  }
   auto it = plans.find(key);
   if (it == plans.end()) {
     // A bounded cache: dynamic shapes can make many geometries.
     if (plans.size() >= 256) plans.clear();
     it =
-        plans.emplace(std::move(key), make_plan(s, p, has_bias, user_weight_desc(weight, s.groups)))
+        plans
+            .emplace(std::move(key),
+                     make_plan(s, p, has_bias,
+                               user_weight_desc(weight, s.groups, transpose != nullptr), transpose))
             .first;
   }
   return it->second.get();
@@ -309,10 +338,10 @@ bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
 
 bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
                         const SlimTensor* bias, const ConvParams& p, const ConvShape& s,
-                        const SlimTensor& out) {
+                        const SlimTensor& out, const ConvTranspose* transpose) {
   if (!onednn().ok) return false;
   if (input_in.dtype() != dtype::kFloat32 || weight.dtype() != dtype::kFloat32) return false;
-  ConvPlan* plan = thread_plan(s, p, bias != nullptr, weight);
+  ConvPlan* plan = thread_plan(s, p, bias != nullptr, weight, transpose);
   if (plan == nullptr) return false;
   const std::vector<int64_t> in_sizes{s.n, s.c, s.h, s.w};
   const std::vector<int64_t> want =

@@ -24,28 +24,29 @@ namespace shimkit {
 struct OnednnApi {
   bool ok = false;
   std::string error;  // why not ok
-#define SHIMKIT_ONEDNN_FUNCTIONS(X)             \
-  X(dnnl_engine_create)                         \
-  X(dnnl_engine_destroy)                        \
-  X(dnnl_stream_create)                         \
-  X(dnnl_stream_destroy)                        \
-  X(dnnl_stream_wait)                           \
-  X(dnnl_memory_desc_init_by_strides)           \
-  X(dnnl_memory_desc_init_by_tag)               \
-  X(dnnl_memory_desc_equal)                     \
-  X(dnnl_memory_desc_get_size)                  \
-  X(dnnl_memory_create)                         \
-  X(dnnl_memory_destroy)                        \
-  X(dnnl_primitive_attr_create)                 \
-  X(dnnl_primitive_attr_destroy)                \
-  X(dnnl_primitive_attr_set_scratchpad_mode)    \
-  X(dnnl_dilated_convolution_forward_desc_init) \
-  X(dnnl_primitive_desc_create)                 \
-  X(dnnl_primitive_desc_destroy)                \
-  X(dnnl_primitive_desc_query_md)               \
-  X(dnnl_reorder_primitive_desc_create)         \
-  X(dnnl_primitive_create)                      \
-  X(dnnl_primitive_destroy)                     \
+#define SHIMKIT_ONEDNN_FUNCTIONS(X)               \
+  X(dnnl_engine_create)                           \
+  X(dnnl_engine_destroy)                          \
+  X(dnnl_stream_create)                           \
+  X(dnnl_stream_destroy)                          \
+  X(dnnl_stream_wait)                             \
+  X(dnnl_memory_desc_init_by_strides)             \
+  X(dnnl_memory_desc_init_by_tag)                 \
+  X(dnnl_memory_desc_equal)                       \
+  X(dnnl_memory_desc_get_size)                    \
+  X(dnnl_memory_create)                           \
+  X(dnnl_memory_destroy)                          \
+  X(dnnl_primitive_attr_create)                   \
+  X(dnnl_primitive_attr_destroy)                  \
+  X(dnnl_primitive_attr_set_scratchpad_mode)      \
+  X(dnnl_dilated_convolution_forward_desc_init)   \
+  X(dnnl_dilated_deconvolution_forward_desc_init) \
+  X(dnnl_primitive_desc_create)                   \
+  X(dnnl_primitive_desc_destroy)                  \
+  X(dnnl_primitive_desc_query_md)                 \
+  X(dnnl_reorder_primitive_desc_create)           \
+  X(dnnl_primitive_create)                        \
+  X(dnnl_primitive_destroy)                       \
   X(dnnl_primitive_execute)
 #define SHIMKIT_ONEDNN_MEMBER(name) decltype(&::name) name = nullptr;
   SHIMKIT_ONEDNN_FUNCTIONS(SHIMKIT_ONEDNN_MEMBER)

@@ -4,7 +4,8 @@
 // (top-left aligned, like ATen), additive float or boolean masks (broadcast),
 // grouped-query heads, float32/float64 and float16/bfloat16 (computed in
 // float). Per (batch, head) and block of query rows: scores = Q K^T through
-// OpenBLAS, masked softmax with its log-sum-exp, then P V through OpenBLAS.
+// OpenBLAS (reading float32/float64 tensors in place), masked softmax with its
+// log-sum-exp (softmax_rows.h), then P V through OpenBLAS into the output.
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,44 +17,57 @@
 #include "shims/attention_geometry.h"
 #include "shims/scalar_types.h"
 #include "shims/shim_internal.h"
+#include "shims/softmax_rows.h"
 
 namespace shimkit {
 namespace {
 
 // Query rows per block: bounds the scores buffer to kRowBlock x kv_len.
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = 256;
 
-inline void gemm(CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda, const float* b,
-                 int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+inline void gemm(CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
 }
-inline void gemm(CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda, const double* b,
-                 int ldb, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+inline void gemm(CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha, const double* a, int lda,
+                 const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
 }
 
-// Copies rows [row0, row0 + rows) of the [rows, cols] matrix at `base` (row
-// stride rs, column stride cs) into a dense Acc buffer.
+// A [rows, cols] operand for BLAS: the tensor's own rows when its element type
+// is the compute type and its last dim is dense (sdpa_constraint makes it so),
+// else a dense Acc copy in `buffer`.
 template <typename T, typename Acc>
-void pack_rows(const T* base, int64_t rs, int64_t cs, int64_t row0, int64_t rows, int64_t cols,
-               Acc* out) {
+const Acc* rows_of(const T* base, int64_t rs, int64_t cs, int64_t rows, int64_t cols,
+                   std::vector<Acc>* buffer, int64_t* ld) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    if (cs == 1 || cols == 1) {
+      *ld = std::max<int64_t>(rs, cols);
+      return base;
+    }
+  }
+  buffer->resize(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
-    const T* src = base + (row0 + r) * rs;
-    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = Scalar<T>::load(src + c * cs);
+    for (int64_t c = 0; c < cols; ++c)
+      (*buffer)[r * cols + c] = Scalar<T>::load(base + r * rs + c * cs);
   }
+  *ld = cols;
+  return buffer->data();
 }
 
-// Mask value for (b, h, i, j) as an additive term (bool: 0 or -inf).
+// row[j] += mask[j] for the mask row at `m` (element stride `ms`); a boolean
+// mask adds 0 where true and -inf where false.
 template <typename T, typename Acc>
-Acc mask_term(const SlimTensor& mask, const std::vector<int64_t>& st, int64_t b, int64_t h,
-              int64_t i, int64_t j) {
-  const int64_t off = b * st[0] + h * st[1] + i * st[2] + j * st[3];
+void add_mask_row(Acc* row, int64_t n, const SlimTensor& mask, const char* m, int64_t ms) {
   if (mask.dtype() == dtype::kBool) {
-    return static_cast<const uint8_t*>(mask.data_ptr())[off] != 0
-               ? Acc(0)
-               : -std::numeric_limits<Acc>::infinity();
+    const uint8_t* keep = reinterpret_cast<const uint8_t*>(m);
+    for (int64_t j = 0; j < n; ++j) {
+      if (keep[j * ms] == 0) row[j] = -std::numeric_limits<Acc>::infinity();
+    }
+    return;
   }
-  return static_cast<Acc>(Scalar<T>::load(static_cast<const T*>(mask.data_ptr()) + off));
+  const T* add = reinterpret_cast<const T*>(m);
+  for (int64_t j = 0; j < n; ++j) row[j] += static_cast<Acc>(Scalar<T>::load(add + j * ms));
 }
 
 template <typename T>
@@ -64,9 +78,8 @@ void attention(const SlimTensor& q, const SlimTensor& k, const SlimTensor& v,
   const int64_t L = s.q_len, S = s.kv_len, E = s.head_dim, Ev = s.value_dim;
   const int64_t group = s.heads / s.kv_heads;
   const bool has_mask = !s.mask_strides.empty();
-  std::vector<Acc> qbuf(static_cast<size_t>(kRowBlock * E)), kbuf(static_cast<size_t>(S * E));
-  std::vector<Acc> vbuf(static_cast<size_t>(S * Ev)), scores(static_cast<size_t>(kRowBlock * S));
-  std::vector<Acc> obuf(static_cast<size_t>(kRowBlock * Ev));
+  std::vector<Acc> qbuf, kbuf, vbuf, obuf(static_cast<size_t>(kRowBlock * Ev));
+  std::vector<Acc> scores(static_cast<size_t>(kRowBlock * S));
   const T* qd = static_cast<const T*>(q.data_ptr());
   const T* kd = static_cast<const T*>(k.data_ptr());
   const T* vd = static_cast<const T*>(v.data_ptr());
@@ -74,62 +87,65 @@ void attention(const SlimTensor& q, const SlimTensor& k, const SlimTensor& v,
   Acc* ld = static_cast<Acc*>(lse.data_ptr());
   const auto &qs = q.strides(), &ks = k.strides(), &vs = v.strides(), &os = out.strides();
   const auto& ls = lse.strides();
+  const std::vector<int64_t>& ms = s.mask_strides;
+  const char* mask_base = has_mask ? static_cast<const char*>(mask->data_ptr()) : nullptr;
+  const int64_t mask_item = has_mask ? static_cast<int64_t>(mask->itemsize()) : 0;
+  // The output's rows take P V directly when they are dense Acc rows.
+  const bool direct_out = std::is_same_v<T, Acc> && (os[3] == 1 || Ev == 1);
   blas_threads_for(2.0 * static_cast<double>(kRowBlock) * static_cast<double>(S) *
                    static_cast<double>(E));
-  const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
+  const Acc scale = static_cast<Acc>(s.scale);
+  const Acc* kp = nullptr;
+  const Acc* vp = nullptr;
+  int64_t ldk = 0, ldv = 0;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t kvh = h / group;
-      if (h % group == 0) {  // a new key/value head: pack it once for its query heads
-        pack_rows(kd + b * ks[0] + kvh * ks[1], ks[2], ks[3], 0, S, E, kbuf.data());
-        pack_rows(vd + b * vs[0] + kvh * vs[1], vs[2], vs[3], 0, S, Ev, vbuf.data());
+      if (h % group == 0) {  // a new key/value head, shared by `group` query heads
+        const int64_t kvh = h / group;
+        kp = rows_of<T, Acc>(kd + b * ks[0] + kvh * ks[1], ks[2], ks[3], S, E, &kbuf, &ldk);
+        vp = rows_of<T, Acc>(vd + b * vs[0] + kvh * vs[1], vs[2], vs[3], S, Ev, &vbuf, &ldv);
       }
       for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
         const int64_t rows = std::min(kRowBlock, L - i0);
         // Causal rows i see keys j <= i: this block needs at most i0 + rows keys.
         const int64_t cols = causal ? std::min(S, i0 + rows) : S;
-        pack_rows(qd + b * qs[0] + h * qs[1], qs[2], qs[3], i0, rows, E, qbuf.data());
-        if (cols > 0) {
+        int64_t ldq = 0;
+        const Acc* qp = rows_of<T, Acc>(qd + b * qs[0] + h * qs[1] + i0 * qs[2], qs[2], qs[3], rows,
+                                        E, &qbuf, &ldq);
+        if (cols > 0 && E > 0) {
           gemm(CblasTrans, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(E),
-               qbuf.data(), static_cast<int>(E), kbuf.data(), static_cast<int>(E), scores.data(),
+               scale, qp, static_cast<int>(ldq), kp, static_cast<int>(ldk), scores.data(),
                static_cast<int>(cols));
+        } else {
+          std::fill(scores.begin(), scores.begin() + rows * cols, Acc(0));
         }
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r;
           Acc* row = scores.data() + r * cols;
           const int64_t visible = causal ? std::min(cols, i + 1) : cols;
-          Acc max = neg_inf;
-          for (int64_t j = 0; j < visible; ++j) {
-            Acc x = row[j] * static_cast<Acc>(s.scale);
-            if (has_mask) x += mask_term<T, Acc>(*mask, s.mask_strides, b, h, i, j);
-            row[j] = x;
-            max = std::max(max, x);
+          if (has_mask) {
+            const char* m = mask_base + (b * ms[0] + h * ms[1] + i * ms[2]) * mask_item;
+            add_mask_row<T, Acc>(row, visible, *mask, m, ms[3]);
           }
-          Acc sum = 0;
-          if (max == neg_inf) {  // nothing visible: ATen gives zeros
-            std::fill(row, row + cols, Acc(0));
-          } else {
-            for (int64_t j = 0; j < visible; ++j) {
-              row[j] = std::exp(row[j] - max);
-              sum += row[j];
-            }
-            const Acc inv = Acc(1) / sum;
-            for (int64_t j = 0; j < visible; ++j) row[j] *= inv;
-            std::fill(row + visible, row + cols, Acc(0));
-          }
-          ld[b * ls[0] + h * ls[1] + i * ls[2]] = max == neg_inf ? neg_inf : max + std::log(sum);
+          ld[b * ls[0] + h * ls[1] + i * ls[2]] = softmax_row(row, visible);
+          std::fill(row + visible, row + cols, Acc(0));
         }
+        T* obase = od + b * os[0] + h * os[1] + i0 * os[2];
+        Acc* target = direct_out ? reinterpret_cast<Acc*>(obase) : obuf.data();
+        const int64_t ldo = direct_out ? std::max<int64_t>(os[2], Ev) : Ev;
         if (cols > 0) {
           gemm(CblasNoTrans, static_cast<int>(rows), static_cast<int>(Ev), static_cast<int>(cols),
-               scores.data(), static_cast<int>(cols), vbuf.data(), static_cast<int>(Ev),
-               obuf.data(), static_cast<int>(Ev));
+               Acc(1), scores.data(), static_cast<int>(cols), vp, static_cast<int>(ldv), target,
+               static_cast<int>(ldo));
         } else {
-          std::fill(obuf.begin(), obuf.end(), Acc(0));
+          for (int64_t r = 0; r < rows; ++r)
+            std::fill(target + r * ldo, target + r * ldo + Ev, Acc(0));
         }
-        T* obase = od + b * os[0] + h * os[1];
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t e = 0; e < Ev; ++e) {
-            Scalar<T>::store(obase + (i0 + r) * os[2] + e * os[3], obuf[r * Ev + e]);
+        if (!direct_out) {
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t e = 0; e < Ev; ++e) {
+              Scalar<T>::store(obase + r * os[2] + e * os[3], obuf[r * Ev + e]);
+            }
           }
         }
       }

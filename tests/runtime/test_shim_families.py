@@ -886,3 +886,86 @@ def test_convolution_without_onednn_still_matches(libs: Any) -> None:
         cwd=root,
     )
     assert proc.returncode == 0 and "im2col ok" in proc.stdout, proc.stderr[-2000:]
+
+
+# --- the softmax kernels behind attention ---------------------------------------------
+
+_SOFTMAX_CHECK = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "shims/softmax_rows.h"
+
+using shimkit::SoftmaxKernel;
+
+// Worst error of every available kernel against a double-precision softmax, on rows
+// of many lengths (tails included) with masked (-inf) entries; SABOTAGE adds 1e-3 to
+// one element first (the negative control).
+int main(int argc, char** argv) {
+  const bool sabotage = argc > 1;
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (SoftmaxKernel k : {SoftmaxKernel::kPortable, SoftmaxKernel::kAvx2,
+                          SoftmaxKernel::kAvx512}) {
+    if (!shimkit::softmax_kernel_available(k)) {
+      std::printf("kernel %d unavailable\n", static_cast<int>(k));
+      continue;
+    }
+    double worst = 0, worst_lse = 0;
+    for (int n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 128, 1000}) {
+      for (int t = 0; t < 40; ++t) {
+        std::vector<float> row(n);
+        for (float& x : row) x = gen() % 5 == 0 ? -INFINITY : normal(gen);
+        double max = -INFINITY, sum = 0;
+        for (float x : row) max = x > max ? x : max;
+        std::vector<double> want(n, 0.0);
+        if (std::isfinite(max)) {
+          for (int j = 0; j < n; ++j) sum += want[j] = std::exp(double(row[j]) - max);
+          for (double& w : want) w /= sum;
+        }
+        const float lse = shimkit::softmax_row_with(k, row.data(), n);
+        if (sabotage) row[0] += 1e-3f;
+        for (int j = 0; j < n; ++j) worst = std::fmax(worst, std::fabs(row[j] - want[j]));
+        if (std::isfinite(max)) {
+          worst_lse = std::fmax(worst_lse, std::fabs(lse - (max + std::log(sum))));
+        } else if (!(std::isinf(lse) && lse < 0)) {
+          worst_lse = INFINITY;  // an all-masked row must give -inf
+        }
+      }
+    }
+    std::printf("kernel %d worst %.3g lse %.3g\n", static_cast<int>(k), worst, worst_lse);
+    if (!(worst < 1e-5 && worst_lse < 1e-5)) return 1;
+  }
+  return 0;
+}
+"""
+
+
+def test_every_softmax_kernel_matches_a_double_softmax(repo_root: Any, tmp_path: Any) -> None:
+    source = tmp_path / "softmax_check.cpp"
+    source.write_text(_SOFTMAX_CHECK)
+    exe = tmp_path / "softmax_check"
+    subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            "-O2",
+            f"-I{repo_root}",
+            str(source),
+            str(repo_root / "shims" / "softmax_rows.cpp"),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    good = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=False)
+    assert good.returncode == 0, good.stdout
+    assert "kernel 0 worst" in good.stdout  # the portable kernel always runs
+    bad = subprocess.run(
+        [str(exe), "sabotage"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert bad.returncode == 1, bad.stdout  # negative control: a 1e-3 error is caught
