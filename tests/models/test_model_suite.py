@@ -1,8 +1,9 @@
 """Real-model families on the slim CPU runtime, next to libtorch, against eager PyTorch.
 
-Each model of tests/models/zoo.py (ResNet-style, MobileNetV2-style, transformer encoder,
-GPT with causal SDPA and embeddings, GQA, masked SDPA, LSTM/GRU, an embedding-bag
-recommender, index/scan/search ops, bfloat16/float16 layers, dynamic batch) is compiled
+Each model of tests/models/zoo.py (ResNet-style, MobileNetV2-style, U-Net-style with
+transposed convolutions, transformer encoder, GPT with causal SDPA and embeddings, GQA,
+masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
+bfloat16/float16 layers, dynamic batch) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -31,6 +32,7 @@ REDUCED_RTOL = {"reduced_precision": 2e-2}
 FAMILY_SHIMS = {
     "resnet": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_addmm_out"],
     "mobilenet_v2": ["aoti_torch_cpu_convolution"],
+    "unet": ["aoti_torch_cpu_convolution"],  # transposed ones too
     "transformer_encoder": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"],
     "gpt": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu", "aoti_torch_check"],
     "gpt_gqa": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"],

@@ -143,6 +143,29 @@ class MobileNetV2(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
+# --- encoder-decoder with transposed convolutions (U-Net-like) ---------------------
+
+
+class TinyUNet(nn.Module):
+    """Strided convolutions down, transposed convolutions up, skip connections."""
+
+    def __init__(self, c: int = 8, classes: int = 3) -> None:
+        super().__init__()
+        self.down1 = nn.Sequential(nn.Conv2d(3, c, 3, padding=1), nn.ReLU())
+        self.down2 = nn.Sequential(nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.ReLU())
+        self.bottom = nn.Sequential(nn.Conv2d(2 * c, 2 * c, 3, stride=2, padding=1), nn.ReLU())
+        self.up2 = nn.ConvTranspose2d(2 * c, 2 * c, 4, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(4 * c, c, 3, stride=2, padding=1, output_padding=1)
+        self.head = nn.Conv2d(2 * c, classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d1 = self.down1(x)
+        d2 = self.down2(d1)
+        y = F.relu(self.up2(self.bottom(d2)))
+        y = F.relu(self.up1(torch.cat([y, d2], dim=1)))
+        return self.head(torch.cat([y, d1], dim=1))
+
+
 # --- transformer encoder --------------------------------------------------------
 
 
@@ -366,6 +389,11 @@ def _mobilenet() -> ZooModel:
     )
 
 
+def _unet() -> ZooModel:
+    _seeded(15)
+    return ZooModel(TinyUNet().eval(), (_randn(2, 3, 16, 16),))
+
+
 def _encoder() -> ZooModel:
     _seeded(3)
     x = _randn(2, 10, 64)
@@ -449,6 +477,7 @@ def _transformer_block() -> ZooModel:
 ZOO: dict[str, Callable[[], ZooModel]] = {
     "resnet": _resnet,
     "mobilenet_v2": _mobilenet,
+    "unet": _unet,
     "transformer_encoder": _encoder,
     "gpt": _gpt,
     "gpt_gqa": _gpt_gqa,

@@ -775,28 +775,87 @@ def convolution(
     b: torch.Tensor | None,
     padding: int = 1,
     groups: int = 1,
+    stride: int = 1,
+    dilation: int = 1,
+    output_padding: int | None = None,
 ) -> torch.Tensor:
-    """A 2-D convolution (stride 1) through the shim; `w` a tensor or a shim handle."""
+    """A convolution through the shim (1-D or 2-D, from x's rank); transposed when
+    `output_padding` is given; `w` a tensor or a shim handle."""
     bias_h = sh.tensor(b) if b is not None else None
+    spatial = x.dim() - 2
     out = Handle()
     sh.ok(
         "aoti_torch_cpu_convolution",
         sh.tensor(x),
         w if isinstance(w, Handle) else sh.tensor(w),
         ctypes.byref(bias_h) if bias_h is not None else None,
-        ints(1, 1),
-        ctypes.c_int64(2),
-        ints(padding, padding),
-        ctypes.c_int64(2),
-        ints(1, 1),
-        ctypes.c_int64(2),
-        ctypes.c_int32(0),
-        ints(0, 0),
-        ctypes.c_int64(2),
+        ints(*[stride] * spatial),
+        ctypes.c_int64(spatial),
+        ints(*[padding] * spatial),
+        ctypes.c_int64(spatial),
+        ints(*[dilation] * spatial),
+        ctypes.c_int64(spatial),
+        ctypes.c_int32(int(output_padding is not None)),
+        ints(*[output_padding or 0] * spatial),
+        ctypes.c_int64(spatial),
         ctypes.c_int64(groups),
         ctypes.byref(out),
     )
     return sh.torch(out)
+
+
+# (stride, padding, dilation, output_padding, groups)
+TRANSPOSED_CASES = [(2, 1, 1, 1, 1), (1, 0, 1, 0, 1), (2, 1, 2, 1, 2), (3, 2, 1, 2, 4)]
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize(("stride", "padding", "dilation", "out_pad", "groups"), TRANSPOSED_CASES)
+def test_transposed_convolution_matches_aten(
+    sh: TorchShims,
+    channels_last: bool,
+    stride: int,
+    padding: int,
+    dilation: int,
+    out_pad: int,
+    groups: int,
+) -> None:
+    torch.manual_seed(stride + padding + groups)
+    x = torch.randn(2, 8, 5, 6)
+    w, b = torch.randn(8, 12 // groups, 3, 3), torch.randn(12)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    want = torch.ops.aten.convolution(
+        x, w, b, [stride] * 2, [padding] * 2, [dilation] * 2, True, [out_pad] * 2, groups
+    )
+    got = convolution(sh, x, w, b, padding, groups, stride, dilation, out_pad)
+    assert_same_tensor(got, want, rtol=1e-4)
+
+
+def test_transposed_convolution_1d_and_bad_output_padding(sh: TorchShims) -> None:
+    torch.manual_seed(16)
+    x, w = torch.randn(2, 4, 9), torch.randn(4, 3, 5)
+    want = torch.nn.functional.conv_transpose1d(x, w, None, stride=2, padding=2, output_padding=1)
+    got = convolution(sh, x, w, None, padding=2, stride=2, output_padding=1)
+    assert_same_tensor(got, want, rtol=1e-4)
+    out = Handle()
+    rc = sh.call(
+        "aoti_torch_cpu_convolution",
+        sh.tensor(x),
+        sh.tensor(w),
+        None,
+        ints(2),
+        ctypes.c_int64(1),
+        ints(0),
+        ctypes.c_int64(1),
+        ints(1),
+        ctypes.c_int64(1),
+        ctypes.c_int32(1),
+        ints(2),
+        ctypes.c_int64(1),
+        ctypes.c_int64(1),
+        ctypes.byref(out),
+    )
+    assert rc == 1 and "output_padding must be smaller" in sh.error()
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -870,6 +929,11 @@ def test_convolution_without_onednn_still_matches(libs: Any) -> None:
         "    w, b = torch.randn(4, 3, 3, 3), torch.randn(4)\n"
         "    got = convolution(sh, x, w, b, groups=2)\n"
         "    want = torch.nn.functional.conv2d(x, w, b, padding=1, groups=2)\n"
+        "    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)\n"
+        "    assert got.stride() == want.stride()\n"
+        "    wt = torch.randn(6, 2, 3, 3)\n"
+        "    got = convolution(sh, x, wt, b, 1, 2, 2, 1, 1)\n"
+        "    want = torch.nn.functional.conv_transpose2d(x, wt, b, 2, 1, 1, 2)\n"
         "    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)\n"
         "    assert got.stride() == want.stride()\n"
         "print('im2col ok')\n"
