@@ -46,22 +46,46 @@ NATIVE_LIBRARIES = {
     # (libshimkit_shims.so).
     "slim_shims": {
         "srcs": [
+            "shims/conv_onednn.cpp",
             "shims/cpu/no_accelerator.cpp",
+            "shims/onednn_api.cpp",
+            "shims/shim_attention.cpp",
+            "shims/shim_check.cpp",
             "shims/shim_conv.cpp",
             "shims/shim_core.cpp",
+            "shims/shim_embedding.cpp",
+            "shims/shim_index.cpp",
             "shims/shim_ops_cpu.cpp",
+            "shims/shim_rnn.cpp",
+            "shims/shim_scan.cpp",
+            "shims/shim_search.cpp",
             "shims/shim_sort.cpp",
             "shims/slim_tensor.cpp",
+            "shims/softmax_rows.cpp",
         ],
         "headers": [
+            "shims/attention_geometry.h",
             "shims/conv_geometry.h",
+            "shims/conv_onednn.h",
+            "shims/conv_transpose_geometry.h",
+            "shims/embedding_bag_geometry.h",
+            "shims/float_compute.h",
+            "shims/onednn_api.h",
+            "shims/scalar_types.h",
             "shims/shim_internal.h",
+            "shims/softmax_rows.h",
+            "shims/strided_loop.h",
         ],
         "exported_headers": [
             "shims/aoti_shim_abi.h",
             "shims/slim_tensor.h",
         ],
-        "linkopts": ["-lopenblas"],
+        # OpenBLAS for GEMMs; libdl to open oneDNN (libdnnl-dev's libdnnl.so.2) at
+        # run time (shims/onednn_api.h says why).
+        "linkopts": [
+            "-lopenblas",
+            "-ldl",
+        ],
     },
     # The blob loader (libshimkit_runtime.so): calls the shims through the shim
     # library (a NEEDED entry, never linked in statically).
@@ -92,6 +116,7 @@ NATIVE_LIBRARIES = {
     # as in the CPU library) plus the CUDA device hooks, tensors and ops; CUDA itself is dlopen'd, so the host toolchain builds it.
     "cuda_shims": {
         "srcs": [
+            "shims/conv_onednn.cpp",
             "shims/cuda/cublaslt_api.cpp",
             "shims/cuda/cuda_api.cpp",
             "shims/cuda/cuda_context.cpp",
@@ -102,21 +127,39 @@ NATIVE_LIBRARIES = {
             "shims/cuda/gemm.cpp",
             "shims/cuda/shim_cuda_device.cpp",
             "shims/cuda/shim_ops_cuda.cpp",
+            "shims/onednn_api.cpp",
+            "shims/shim_attention.cpp",
+            "shims/shim_check.cpp",
             "shims/shim_conv.cpp",
             "shims/shim_core.cpp",
+            "shims/shim_embedding.cpp",
+            "shims/shim_index.cpp",
             "shims/shim_ops_cpu.cpp",
+            "shims/shim_rnn.cpp",
+            "shims/shim_scan.cpp",
+            "shims/shim_search.cpp",
             "shims/shim_sort.cpp",
             "shims/slim_tensor.cpp",
+            "shims/softmax_rows.cpp",
         ],
         "headers": [
+            "shims/attention_geometry.h",
             "shims/conv_geometry.h",
+            "shims/conv_onednn.h",
+            "shims/conv_transpose_geometry.h",
             "shims/cuda/cublaslt_api.h",
             "shims/cuda/cuda_api.h",
             "shims/cuda/cuda_context.h",
             "shims/cuda/cudnn_api.h",
             "shims/cuda/cudnn_conv.h",
             "shims/cuda/gemm.h",
+            "shims/embedding_bag_geometry.h",
+            "shims/float_compute.h",
+            "shims/onednn_api.h",
+            "shims/scalar_types.h",
             "shims/shim_internal.h",
+            "shims/softmax_rows.h",
+            "shims/strided_loop.h",
         ],
         "exported_headers": [
             "shims/aoti_shim_abi.h",
@@ -184,11 +227,16 @@ def package_paths(paths):
       paths: file paths relative to the repository root.
 
     Returns:
-      A file name for a file of the calling package, `//dir:name` for any other.
+      A path relative to the calling package for a file under its folder (a
+      subfolder without a BUILD file, such as shims/cpu/, belongs to it),
+      `//dir:name` for any other file.
     """
     package = native.package_name()
     labels = []
     for path in paths:
         directory, _, name = path.rpartition("/")
-        labels.append(name if directory == package else "//%s:%s" % (directory, name))
+        if package and path.startswith(package + "/"):
+            labels.append(path[len(package) + 1:])
+        else:
+            labels.append("//%s:%s" % (directory, name))
     return labels

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +59,7 @@ import torch  # noqa: E402
 from shimkit.runtime import fastcall  # noqa: E402
 from shimkit.runtime.build import build, build_run_blob  # noqa: E402
 
+from bench.runtime_common import extract_so, spec_of  # noqa: E402
 from tests.runtime.blobs import build_case  # noqa: E402
 
 MODELS = {
@@ -126,24 +126,11 @@ def build_torch_cpp_bench() -> Path:
     return binary
 
 
-def extract_so(pt2: Path, out_dir: Path) -> Path:
-    with zipfile.ZipFile(pt2) as archive:
-        member = next(n for n in archive.namelist() if n.endswith(".so"))
-        path = out_dir / f"{pt2.stem}.so"
-        path.write_bytes(archive.read(member))
-    return path
-
-
 def time_calls(fn: Any, calls: int) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         fn()
     return (time.perf_counter() - start) / calls * 1e6
-
-
-def spec_of(arrays: list[np.ndarray]) -> list[str]:
-    kinds = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32"}
-    return [f"{kinds[a.dtype.name]}:{'x'.join(map(str, a.shape))}" for a in arrays]
 
 
 def bench_model(

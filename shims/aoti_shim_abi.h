@@ -143,6 +143,72 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, 
                                                          AtenTensorHandle* ret0,
                                                          AtenTensorHandle* ret1);
 
+// Attention, embedding bags and recurrent layers (shim_attention.cpp,
+// shim_embedding.cpp, shim_rnn.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p,
+    int32_t is_causal, AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__embedding_bag(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
+    int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,
+    int32_t include_last_offset, int64_t padding_idx, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
+    int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,
+    int32_t include_last_offset, int64_t padding_idx, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(
+    AtenTensorHandle input, AtenTensorHandle weight0, AtenTensorHandle weight1,
+    AtenTensorHandle weight2, AtenTensorHandle weight3, AtenTensorHandle hx_, AtenTensorHandle cx_,
+    int32_t reverse, const int64_t* batch_sizes, int64_t batch_sizes_len_, int64_t mode,
+    int64_t hidden_size, int64_t num_layers, int32_t has_biases, int32_t bidirectional,
+    int32_t batch_first, int32_t train, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+
+// Scatter, scans and searches (shim_index.cpp, shim_scan.cpp, shim_search.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out,
+                                                             AtenTensorHandle self, int64_t dim,
+                                                             AtenTensorHandle index,
+                                                             AtenTensorHandle src);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out,
+                                                               AtenTensorHandle self, int64_t dim,
+                                                               AtenTensorHandle index,
+                                                               double value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(
+    AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
+    AtenTensorHandle src, const char* reduce, int32_t include_self);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim,
+                                                    int32_t* dtype, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cumprod(AtenTensorHandle self, int64_t dim,
+                                                     int32_t* dtype, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_logcumsumexp(AtenTensorHandle self, int64_t dim,
+                                                          AtenTensorHandle* ret0);
+
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim,
+                                                          AtenTensorHandle index,
+                                                          AtenTensorHandle source,
+                                                          const char* reduce, int32_t include_self,
+                                                          AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Tensor(
+    AtenTensorHandle sorted_sequence, AtenTensorHandle self, int32_t out_int32, int32_t right,
+    const char** side, AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle self,
+                                                              AtenTensorHandle boundaries,
+                                                              int32_t out_int32, int32_t right,
+                                                              AtenTensorHandle* ret0);
+
+// The check family (shim_check.cpp). aoti_torch_check throws a std::exception
+// when `cond` is false, like libtorch's: blobs call it from C++ and their entry
+// points turn the exception into a failed run.
+SHIMKIT_EXPORT void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line,
+                                     const char* msg);
+SHIMKIT_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line,
+                                    const char* msg);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_check_inf_and_nan(const char* tensor_name,
+                                                           AtenTensorHandle tensor);
+
 // Ops with no C shim reach libtorch through the proxy executor; the slim
 // runtime has none and reports a clear error instead.
 SHIMKIT_EXPORT AOTITorchError aoti_torch_proxy_executor_call_function(

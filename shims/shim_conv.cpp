@@ -1,4 +1,6 @@
-// Slim CPU convolution: im2col + OpenBLAS GEMM. The output memory format
+// Slim CPU convolution, plain and transposed: oneDNN (conv_onednn.cpp) where
+// it has an implementation, else im2col + OpenBLAS GEMM (a direct scatter for
+// transposed ones). The output memory format
 // follows ATen's CPU rule: channels_last when the input or the weight is
 // channels_last (4-D), contiguous otherwise. Blobs read the output with the
 // strides they expect, so getting this wrong gives silently wrong numbers.
@@ -9,6 +11,9 @@
 #include <vector>
 
 #include "shims/conv_geometry.h"
+#include "shims/conv_onednn.h"
+#include "shims/conv_transpose_geometry.h"
+#include "shims/float_compute.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -32,6 +37,8 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   const std::vector<int64_t>& out_strides = s.out_strides;
   SlimTensor out = SlimTensor::empty(s.out_sizes.data(), out_strides.data(), 4, dtype::kFloat32,
                                      device::kCPU, -1);
+  const SlimTensor* live_bias = (bias != nullptr && bias->defined()) ? bias : nullptr;
+  if (onednn_convolution(input, weight, live_bias, p, s, out)) return conv_output_view(out, s);
   const SlimTensor wc = weight.is_contiguous() ? weight : contiguous_copy(weight);
   const float* wdata = static_cast<const float*>(wc.data_ptr());
   const float* idata = static_cast<const float*>(input.data_ptr());
@@ -94,6 +101,70 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   return conv_output_view(out, s);
 }
 
+// A transposed convolution: oneDNN's deconvolution, else a direct scatter
+// (every input element adds its weighted kernel window to the output; slow,
+// for machines without oneDNN).
+SlimTensor transposed_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
+                                  const SlimTensor* bias, const ConvParams& p,
+                                  const ConvTranspose& t, int64_t groups) {
+  const ConvShape s = conv_transpose_shape(input_in, weight_in, p, t, groups);
+  const SlimTensor input = lift_conv_1d(input_in);
+  const SlimTensor weight = lift_conv_1d(weight_in);
+  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32,
+                                     device::kCPU, -1);
+  const SlimTensor* live_bias = (bias != nullptr && bias->defined()) ? bias : nullptr;
+  if (live_bias != nullptr) check_conv_bias(*live_bias, s.oc);
+  if (onednn_convolution(input, weight, live_bias, p, s, out, &t)) {
+    return conv_output_view(out, s);
+  }
+  const auto &is = input.strides(), &ws = weight.strides(), &os = out.strides();
+  const float* in = static_cast<const float*>(input.data_ptr());
+  const float* w = static_cast<const float*>(weight.data_ptr());
+  float* o = static_cast<float*>(out.data_ptr());
+  const int64_t ocg = s.oc / groups;
+  for (int64_t b = 0; b < s.n; ++b) {
+    for (int64_t c = 0; c < s.oc; ++c) {
+      const float init =
+          live_bias != nullptr
+              ? static_cast<const float*>(live_bias->data_ptr())[c * live_bias->strides()[0]]
+              : 0.0f;
+      for (int64_t y = 0; y < s.oh; ++y) {
+        for (int64_t x = 0; x < s.ow; ++x) o[b * os[0] + c * os[1] + y * os[2] + x * os[3]] = init;
+      }
+    }
+    for (int64_t ci = 0; ci < s.c; ++ci) {
+      const int64_t g = ci / s.cg;
+      for (int64_t iy = 0; iy < s.h; ++iy) {
+        for (int64_t ix = 0; ix < s.w; ++ix) {
+          const float v = in[b * is[0] + ci * is[1] + iy * is[2] + ix * is[3]];
+          for (int64_t oc = 0; oc < ocg; ++oc) {
+            float* plane = o + b * os[0] + (g * ocg + oc) * os[1];
+            for (int64_t ky = 0; ky < s.kh; ++ky) {
+              const int64_t y = iy * p.stride[0] - p.padding[0] + ky * p.dilation[0];
+              if (y < 0 || y >= s.oh) continue;
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                const int64_t x = ix * p.stride[1] - p.padding[1] + kx * p.dilation[1];
+                if (x < 0 || x >= s.ow) continue;
+                plane[y * os[2] + x * os[3]] +=
+                    v * w[ci * ws[0] + oc * ws[1] + ky * ws[2] + kx * ws[3]];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return conv_output_view(out, s);
+}
+
+// A convolution of float32 tensors, transposed when `t` is given.
+SlimTensor any_convolution(const SlimTensor& input, const SlimTensor& weight,
+                           const SlimTensor* bias, const ConvParams& p, const ConvTranspose* t,
+                           int64_t groups) {
+  return t != nullptr ? transposed_convolution(input, weight, bias, p, *t, groups)
+                      : convolution(input, weight, bias, p, groups);
+}
+
 }  // namespace
 }  // namespace shimkit
 
@@ -102,17 +173,34 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
     int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
     int64_t dilation_len_, int32_t transposed, const int64_t* output_padding,
     int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0) {
-  (void)output_padding;
-  (void)output_padding_len_;
   return SHIMKIT_GUARD({
     shimkit::check_out(ret0);
-    if (transposed != 0) throw shimkit::ShimError("transposed convolution is not supported");
     const shimkit::SlimTensor& in = shimkit::as_tensor(input);
     const int64_t spatial = in.dim() - 2;
     const shimkit::ConvParams p = shimkit::read_conv_params(spatial, stride, stride_len_, padding,
                                                             padding_len_, dilation, dilation_len_);
+    shimkit::ConvTranspose transpose;
+    if (transposed != 0) {
+      shimkit::read_conv_pair(output_padding, output_padding_len_, spatial, 0,
+                              transpose.output_padding, "output_padding");
+    }
+    const shimkit::ConvTranspose* t = transposed != 0 ? &transpose : nullptr;
     const shimkit::SlimTensor* b =
         (bias != nullptr && *bias != nullptr) ? &shimkit::as_tensor(*bias) : nullptr;
-    *ret0 = shimkit::to_handle(shimkit::convolution(in, shimkit::as_tensor(weight), b, p, groups));
+    const shimkit::SlimTensor& w = shimkit::as_tensor(weight);
+    if (!shimkit::is_reduced_float(in.dtype())) {
+      *ret0 = shimkit::to_handle(shimkit::any_convolution(in, w, b, p, t, groups));
+      return;
+    }
+    // float16/bfloat16: a float32 convolution of exact copies, rounded once.
+    if (w.dtype() != in.dtype() || (b != nullptr && b->defined() && b->dtype() != in.dtype())) {
+      throw shimkit::ShimError("convolution operand dtypes differ");
+    }
+    const shimkit::SlimTensor b32 =
+        (b != nullptr && b->defined()) ? shimkit::float32_copy(*b) : shimkit::SlimTensor();
+    const shimkit::SlimTensor out32 =
+        shimkit::any_convolution(shimkit::float32_copy(in), shimkit::float32_copy(w),
+                                 b32.defined() ? &b32 : nullptr, p, t, groups);
+    *ret0 = shimkit::to_handle(shimkit::converted(out32, in.dtype()));
   });
 }

@@ -66,6 +66,15 @@ inline bool plain_strided_blob(const char* function, int32_t layout, int64_t opa
   return false;
 }
 
+// Dimension `dim` of an `ndim`-D tensor, negative counting from the end (a
+// 0-D tensor takes 0 or -1, like ATen); throws when out of range.
+inline int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  const int64_t n = ndim == 0 ? 1 : ndim;
+  const int64_t w = dim < 0 ? dim + n : dim;
+  if (w < 0 || w >= n) throw ShimError("dimension " + std::to_string(dim) + " out of range");
+  return w;
+}
+
 // Runs `body`; no exception escapes. Returns AOTI_TORCH_SUCCESS or FAILURE.
 template <typename F>
 inline AOTITorchError guard(const char* function, F&& body) noexcept {

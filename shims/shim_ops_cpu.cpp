@@ -1,5 +1,5 @@
-// Slim CPU fallback ops: addmm/mm/bmm through OpenBLAS, convolution through
-// im2col + GEMM (output memory format follows ATen's rule), topk and sort.
+// Slim CPU GEMM ops: addmm/mm/bmm through OpenBLAS (float16/bfloat16 operands
+// computed in float32).
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "shims/float_compute.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -146,14 +147,58 @@ void fill_scaled_broadcast(const SlimTensor& out, const SlimTensor& self, double
   }
 }
 
+// out = beta * self + alpha * mat1 @ mat2 in float32/float64.
+void addmm(const SlimTensor& o, const SlimTensor& s, const SlimTensor& mat1, const SlimTensor& mat2,
+           double beta, double alpha) {
+  if (o.dim() != 2) throw ShimError("addmm out must be 2-D");
+  check_float(o, "out");
+  if (s.dtype() != o.dtype()) throw ShimError("addmm self dtype differs from out");
+  if (beta != 0.0) {
+    if (o.dtype() == dtype::kFloat32) {
+      fill_scaled_broadcast<float>(o, s, beta);
+    } else {
+      fill_scaled_broadcast<double>(o, s, beta);
+    }
+  }
+  gemm(mat1, mat2, o, alpha, beta != 0.0 ? 1.0 : 0.0);
+}
+
+void bmm(const SlimTensor& o, const SlimTensor& a, const SlimTensor& b) {
+  if (o.dim() != 3 || a.dim() != 3 || b.dim() != 3) throw ShimError("bmm needs 3-D tensors");
+  const int64_t batch = o.sizes()[0];
+  if (a.sizes()[0] != batch || b.sizes()[0] != batch) throw ShimError("bmm batch mismatch");
+  for (int64_t i = 0; i < batch; ++i) {
+    const SlimTensor oi = o.view(o.sizes().data() + 1, o.strides().data() + 1, 2,
+                                 o.storage_offset() + i * o.strides()[0]);
+    const SlimTensor ai = a.view(a.sizes().data() + 1, a.strides().data() + 1, 2,
+                                 a.storage_offset() + i * a.strides()[0]);
+    const SlimTensor bi = b.view(b.sizes().data() + 1, b.strides().data() + 1, 2,
+                                 b.storage_offset() + i * b.strides()[0]);
+    gemm(ai, bi, oi, 1, 0);
+  }
+}
+
+// Runs `op(out, operands...)`; float16/bfloat16 ones on float32 copies, the
+// result rounded back into `out` once.
+template <typename Op, typename... T>
+void in_float_if_reduced(const SlimTensor& out, Op&& op, const T&... operands) {
+  if (!is_reduced_float(out.dtype())) {
+    op(out, operands...);
+    return;
+  }
+  for (const SlimTensor* t : {&operands...}) {
+    if (t->dtype() != out.dtype()) throw ShimError("operand dtypes differ");
+  }
+  const SlimTensor out32 = float32_copy(out);
+  op(out32, float32_copy(operands)...);
+  copy_elements(out, out32);
+}
+
 }  // namespace
 }  // namespace shimkit
 
 using shimkit::as_tensor;
-using shimkit::check_out;
-using shimkit::ShimError;
 using shimkit::SlimTensor;
-using shimkit::to_handle;
 
 extern "C" {
 
@@ -161,45 +206,31 @@ AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle s
                                         AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
                                         double alpha) {
   return SHIMKIT_GUARD({
-    const SlimTensor& o = as_tensor(out);
-    const SlimTensor& s = as_tensor(self);
-    if (o.dim() != 2) throw ShimError("addmm out must be 2-D");
-    shimkit::check_float(o, "out");
-    if (s.dtype() != o.dtype()) throw ShimError("addmm self dtype differs from out");
-    if (beta != 0.0) {
-      if (o.dtype() == shimkit::dtype::kFloat32) {
-        shimkit::fill_scaled_broadcast<float>(o, s, beta);
-      } else {
-        shimkit::fill_scaled_broadcast<double>(o, s, beta);
-      }
-    }
-    shimkit::gemm(as_tensor(mat1), as_tensor(mat2), o, alpha, beta != 0.0 ? 1.0 : 0.0);
+    shimkit::in_float_if_reduced(
+        as_tensor(out),
+        [&](const SlimTensor& o, const SlimTensor& s, const SlimTensor& a, const SlimTensor& b) {
+          shimkit::addmm(o, s, a, b, beta, alpha);
+        },
+        as_tensor(self), as_tensor(mat1), as_tensor(mat2));
   });
 }
 
 AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                      AtenTensorHandle mat2) {
-  return SHIMKIT_GUARD({ shimkit::gemm(as_tensor(self), as_tensor(mat2), as_tensor(out), 1, 0); });
+  return SHIMKIT_GUARD({
+    shimkit::in_float_if_reduced(
+        as_tensor(out),
+        [](const SlimTensor& o, const SlimTensor& a, const SlimTensor& b) {
+          shimkit::gemm(a, b, o, 1, 0);
+        },
+        as_tensor(self), as_tensor(mat2));
+  });
 }
 
 AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                       AtenTensorHandle mat2) {
   return SHIMKIT_GUARD({
-    const SlimTensor& o = as_tensor(out);
-    const SlimTensor& a = as_tensor(self);
-    const SlimTensor& b = as_tensor(mat2);
-    if (o.dim() != 3 || a.dim() != 3 || b.dim() != 3) throw ShimError("bmm needs 3-D tensors");
-    const int64_t batch = o.sizes()[0];
-    if (a.sizes()[0] != batch || b.sizes()[0] != batch) throw ShimError("bmm batch mismatch");
-    for (int64_t i = 0; i < batch; ++i) {
-      const SlimTensor oi = o.view(o.sizes().data() + 1, o.strides().data() + 1, 2,
-                                   o.storage_offset() + i * o.strides()[0]);
-      const SlimTensor ai = a.view(a.sizes().data() + 1, a.strides().data() + 1, 2,
-                                   a.storage_offset() + i * a.strides()[0]);
-      const SlimTensor bi = b.view(b.sizes().data() + 1, b.strides().data() + 1, 2,
-                                   b.storage_offset() + i * b.strides()[0]);
-      shimkit::gemm(ai, bi, oi, 1, 0);
-    }
+    shimkit::in_float_if_reduced(as_tensor(out), shimkit::bmm, as_tensor(self), as_tensor(mat2));
   });
 }
 

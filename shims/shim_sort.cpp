@@ -1,5 +1,6 @@
 // Slim CPU topk and stable sort along one dimension (NaN counts as the
-// largest value, like ATen).
+// largest value, like ATen), for every numeric dtype and bool (float16 and
+// bfloat16 compared as float).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -8,7 +9,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "shims/scalar_types.h"
 #include "shims/shim_internal.h"
+#include "shims/strided_loop.h"
 
 namespace shimkit {
 namespace {
@@ -22,42 +25,10 @@ bool greater(T a, T b) {
   return a > b;
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  const int64_t w = dim < 0 ? dim + n : dim;
-  if (w < 0 || w >= n) throw ShimError("dimension " + std::to_string(dim) + " out of range");
-  return w;
-}
-
-// Calls fn(in_offset, out_offsets...) for every slice along `dim`.
-template <typename F>
-void for_each_slice(const std::vector<int64_t>& sizes, int64_t dim,
-                    const std::vector<std::vector<int64_t>>& strides, F&& fn) {
-  const int64_t nd = static_cast<int64_t>(sizes.size());
-  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
-  int64_t count = 1;
-  for (int64_t d = 0; d < nd; ++d) {
-    if (d != dim) count *= sizes[d];
-  }
-  std::vector<int64_t> offsets(strides.size());
-  for (int64_t i = 0; i < count; ++i) {
-    for (size_t s = 0; s < strides.size(); ++s) {
-      int64_t off = 0;
-      for (int64_t d = 0; d < nd; ++d) off += idx[d] * strides[s][d];
-      offsets[s] = off;
-    }
-    fn(offsets);
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (d == dim) continue;
-      if (++idx[d] < sizes[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 template <typename T>
 void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest, bool stable,
                    const SlimTensor& values, const SlimTensor& indices) {
+  using S = Scalar<T>;
   const int64_t len = self.dim() == 0 ? 1 : self.sizes()[dim];
   const int64_t in_stride = self.dim() == 0 ? 1 : self.strides()[dim];
   const int64_t v_stride = values.dim() == 0 ? 1 : values.strides()[dim];
@@ -66,41 +37,37 @@ void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest,
   T* vout = static_cast<T*>(values.data_ptr());
   int64_t* iout = static_cast<int64_t*>(indices.data_ptr());
   std::vector<int64_t> order(static_cast<size_t>(len));
-  std::vector<T> slice(static_cast<size_t>(len));
-  const std::vector<int64_t> sz = self.sizes().vec();
-  for_each_slice(sz, dim, {self.strides().vec(), values.strides().vec(), indices.strides().vec()},
-                 [&](const std::vector<int64_t>& off) {
-                   for (int64_t j = 0; j < len; ++j) slice[j] = in[off[0] + j * in_stride];
-                   std::iota(order.begin(), order.end(), 0);
-                   auto cmp = [&](int64_t a, int64_t b) {
-                     return largest ? greater(slice[a], slice[b]) : greater(slice[b], slice[a]);
-                   };
-                   if (stable) {
-                     std::stable_sort(order.begin(), order.end(), cmp);
-                   } else {
-                     std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
-                   }
-                   for (int64_t j = 0; j < k; ++j) {
-                     vout[off[1] + j * v_stride] = slice[order[j]];
-                     iout[off[2] + j * i_stride] = order[j];
-                   }
-                 });
+  std::vector<typename S::Compute> slice(static_cast<size_t>(len));
+  for_each_position<3>(
+      self.sizes().vec(),
+      {self.strides().data(), values.strides().data(), indices.strides().data()},
+      [&](const std::vector<int64_t>&, const std::array<int64_t, 3>& off) {
+        for (int64_t j = 0; j < len; ++j) slice[j] = S::load(in + off[0] + j * in_stride);
+        std::iota(order.begin(), order.end(), 0);
+        auto cmp = [&](int64_t a, int64_t b) {
+          return largest ? greater(slice[a], slice[b]) : greater(slice[b], slice[a]);
+        };
+        if (stable) {
+          std::stable_sort(order.begin(), order.end(), cmp);
+        } else {
+          std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+        }
+        for (int64_t j = 0; j < k; ++j) {
+          S::store(vout + off[1] + j * v_stride, slice[order[j]]);
+          iout[off[2] + j * i_stride] = order[j];
+        }
+      },
+      self.dim() == 0 ? -1 : dim);
 }
 
 void dispatch(const SlimTensor& self, int64_t dim, int64_t k, bool largest, bool stable,
               const SlimTensor& values, const SlimTensor& indices) {
-  switch (self.dtype()) {
-    case dtype::kFloat32:
-      return select_sorted<float>(self, dim, k, largest, stable, values, indices);
-    case dtype::kFloat64:
-      return select_sorted<double>(self, dim, k, largest, stable, values, indices);
-    case dtype::kInt32:
-      return select_sorted<int32_t>(self, dim, k, largest, stable, values, indices);
-    case dtype::kInt64:
-      return select_sorted<int64_t>(self, dim, k, largest, stable, values, indices);
-    default:
-      throw ShimError(std::string("unsupported dtype ") + dtype_name(self.dtype()));
+  if (self.dtype() == dtype::kBool) {
+    return select_sorted<uint8_t>(self, dim, k, largest, stable, values, indices);
   }
+  dispatch_numeric(self.dtype(), "sort", [&](auto tag) {
+    select_sorted<decltype(tag)>(self, dim, k, largest, stable, values, indices);
+  });
 }
 
 }  // namespace

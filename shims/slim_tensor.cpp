@@ -1,5 +1,7 @@
 #include "shims/slim_tensor.h"
 
+#include "shims/scalar_types.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -407,7 +409,10 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
 
 namespace {
 
-bool is_floating(int32_t dtype) { return dtype == dtype::kFloat32 || dtype == dtype::kFloat64; }
+bool is_floating(int32_t dtype) {
+  return dtype == dtype::kFloat32 || dtype == dtype::kFloat64 || dtype == dtype::kFloat16 ||
+         dtype == dtype::kBFloat16;
+}
 
 double load_double(const char* p, int32_t dtype) {
   switch (dtype) {
@@ -420,6 +425,12 @@ double load_double(const char* p, int32_t dtype) {
       double v;
       std::memcpy(&v, p, 8);
       return v;
+    }
+    case dtype::kFloat16:
+    case dtype::kBFloat16: {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      return dtype == dtype::kFloat16 ? half_bits_to_float(bits) : bf16_bits_to_float(bits);
     }
     default:
       break;
@@ -480,6 +491,13 @@ void store(char* p, int32_t dtype, double dv, int64_t iv, bool from_float) {
     case dtype::kFloat64:
       store_as<double>(p, from_float ? dv : static_cast<double>(iv));
       return;
+    case dtype::kFloat16:
+    case dtype::kBFloat16: {
+      const float f = from_float ? static_cast<float>(dv) : static_cast<float>(iv);
+      store_as<uint16_t>(p,
+                         dtype == dtype::kFloat16 ? float_to_half_bits(f) : float_to_bf16_bits(f));
+      return;
+    }
     default:
       break;
   }

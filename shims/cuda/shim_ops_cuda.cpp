@@ -5,7 +5,6 @@
 // run on the host through the CPU shims, with the results uploaded in the
 // geometry the CPU op chose (ATen's memory-format rules, channels_last
 // included).
-#include <cstdio>
 #include <algorithm>
 #include <initializer_list>
 #include <memory>
@@ -107,11 +106,6 @@ void values_and_indices_on_host(AtenTensorHandle self, const char* what, AtenTen
 }  // namespace
 
 extern "C" {
-
-void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg) {
-  std::fprintf(stderr, "Warning: %s (%s at %s:%u)\n", msg ? msg : "", func ? func : "?",
-               file ? file : "?", static_cast<unsigned>(line));
-}
 
 AOTITorchError aoti_torch_zero_(AtenTensorHandle tensor) {
   return SHIMKIT_CUDA_GUARD({ cu::zero(as_tensor(tensor)); });

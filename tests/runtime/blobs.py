@@ -21,7 +21,7 @@ CACHE = ROOT / "build" / "runtime-test-blobs"
 
 
 # Bump when a change here alters what a case compiles to.
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,15 @@ def build_case(name: str, cache: Path = CACHE) -> BlobCase:
         if prefixed:
             compile_model(model, inputs, tmp, force=True, show_progress=False)
         else:
+            # torch's packaging with the options `shimkit compile` adds: the same blob,
+            # unprefixed, for torch's own runner.
+            from shimkit.aot.compile import CPU_INFERENCE_OPTIONS
+
             exported = torch.export.export(model, tuple(inputs))
-            torch._inductor.aoti_compile_and_package(exported, package_path=str(tmp))
+            with torch.no_grad():
+                torch._inductor.aoti_compile_and_package(
+                    exported, package_path=str(tmp), inductor_configs=dict(CPU_INFERENCE_OPTIONS)
+                )
         np.savez(
             data,
             **{f"in{i}": t.numpy() for i, t in enumerate(inputs)},

@@ -34,6 +34,15 @@ from shimkit.fileio import check_output, private_tempdir, staged_output
 from shimkit.header import find_torch, render_rename_header, shim_names
 from shimkit.report.progress import progress
 
+# CPU blobs are inference artifacts: freeze the weights so Inductor folds what
+# depends only on them (batch-norm into convolution weights and biases, the
+# layout changes it wants for convolution weights) into constants at compile
+# time instead of recomputing them on every run. Those constants are what the
+# slim convolution caches in oneDNN's layout (shims/conv_onednn.cpp). Weight
+# prepacking stays off: it would emit mkldnn-specific ops and opaque tensors
+# that only libtorch serves. Freezing only happens with grad mode off.
+CPU_INFERENCE_OPTIONS: dict[str, Any] = {"freezing": True, "cpp.weight_prepack": False}
+
 
 @dataclass
 class CompileResult:
@@ -175,8 +184,10 @@ def compile_exported(
         from shimkit.aot.cuda import embed_kernels
 
         embed_kernels(torch, options)
+    else:
+        options.update(CPU_INFERENCE_OPTIONS)
     label = label or str(out)
-    with staged_output(out) as temp:
+    with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         failed = [
             problems_line(image, found, chosen)

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Real models: the slim CPU runtime vs torch's AOTIModelContainerRunnerCpu, same model, same run.
+
+Each model (ResNet-18 and MobileNetV2 at 224x224, batch 1; a GPT transformer block;
+definitions in tests/models/zoo.py) is compiled twice from one ExportedProgram: prefixed
+with `shimkit compile`'s API for the slim runtime, and unprefixed with
+`aoti_compile_and_package` for torch's runner. Both are loaded in this one process; their
+outputs are compared, then the two are timed in interleaved rounds (the order alternates
+every round, so load spikes hit both) and the median per-call times and their ratio are
+printed, with the machine's load average. Peak RSS comes from a fresh process that only
+runs the slim blob (shimkit-run-blob, no Python, no libtorch), next to the weights' size.
+
+Compiled packages are cached under build/bench-models/ (keyed by zoo.py, the rename header,
+the prefix file and torch's version).
+
+Usage: .venv/bin/python bench/bench_models.py [--rounds R] [--calls N] [--threads T]
+       [--models resnet18,mobilenet_v2,transformer_block] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# name -> (zoo factory, target ratio)
+MODELS = {
+    "resnet18": ("resnet18", 1.0),
+    "mobilenet_v2": ("mobilenet_v2_full", 1.0),
+    "transformer_block": ("transformer_block", 1.0),
+}
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=5, help="calls per side per round")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="OpenMP/BLAS/torch threads for both sides"
+    )
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--json", type=Path)
+    return parser.parse_args()
+
+
+ARGS = _parse_args()
+# Thread pools read these once, at their first use: set them before any import.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+import shimkit.runtime as rt  # noqa: E402
+import torch  # noqa: E402
+from shimkit.runtime.build import build, build_run_blob  # noqa: E402
+
+from bench.runtime_common import extract_so, spec_of  # noqa: E402
+from tests.models.packages import compiled_pair  # noqa: E402
+
+CACHE = ROOT / "build" / "bench-models"
+
+
+def time_calls(fn: Any, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+def bench_model(label: str, rounds: int, calls: int, run_blob: Path) -> dict[str, Any]:
+    zoo_name, target = MODELS[label]
+    pair = compiled_pair(zoo_name, CACHE)
+    inputs = [t.numpy() for t in pair.inputs]
+    ours = rt.load(pair.prefixed)
+    twin_so = extract_so(pair.unprefixed, CACHE)
+    runner = torch._C._aoti.AOTIModelContainerRunnerCpu(str(twin_so), 1)
+    tensors = list(pair.inputs)
+    ours_out = ours(*inputs)
+    torch_out = [t.numpy() for t in runner.run(tensors)]
+    diff = max(
+        float(np.max(np.abs(a - b) / (np.abs(b) + 1e-3)))
+        for a, b in zip(ours_out, torch_out, strict=True)
+    )
+
+    def ours_call() -> Any:
+        return ours(*inputs)
+
+    def torch_call() -> Any:
+        return runner.run(tensors)
+
+    for fn in (ours_call, torch_call):
+        time_calls(fn, 2)  # warm-up: primitives, packed weights, caches
+    ours_ms, torch_ms, loads = [], [], []
+    for r in range(rounds):
+        loads.append(os.getloadavg()[0])
+        pair_order = (ours_call, torch_call) if r % 2 == 0 else (torch_call, ours_call)
+        for fn in pair_order:
+            ms = time_calls(fn, calls)
+            (ours_ms if fn is ours_call else torch_ms).append(ms)
+    ours.close()
+    cold = json.loads(
+        subprocess.run(
+            [str(run_blob), str(extract_so(pair.prefixed, CACHE)), "3", *spec_of(inputs)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    ours_med, torch_med = statistics.median(ours_ms), statistics.median(torch_ms)
+    return {
+        "model": label,
+        "max_rel_diff_vs_torch_runner": diff,
+        "ours_ms": ours_med,
+        "torch_ms": torch_med,
+        "ratio": ours_med / torch_med,
+        "round_ratios": [o / t for o, t in zip(ours_ms, torch_ms, strict=True)],
+        "target_ratio": target,
+        "load_avg": [min(loads), max(loads)],
+        "weights_mb": pair.weight_bytes / 2**20,
+        "ours_max_rss_mb": cold["max_rss_kb"] / 1024,
+        "ours_run_blob_ms": cold["us_per_run"] / 1e3,
+    }
+
+
+def main() -> int:
+    args = ARGS
+    torch.set_num_threads(args.threads)
+    run_blob = build_run_blob(build())
+    results = [
+        bench_model(name, args.rounds, args.calls, run_blob) for name in args.models.split(",")
+    ]
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s), {os.cpu_count()} CPUs; "
+        f"{args.rounds} rounds x {args.calls} calls per side, interleaved, medians"
+    )
+    print(
+        "| model | slim ms | torch runner ms | ratio (target) [per round] | max rel diff "
+        "| load avg | weights MB | slim peak RSS MB (shimkit-run-blob) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        ok = "met" if r["ratio"] <= r["target_ratio"] else "MISSED"
+        per_round = " ".join(f"{x:.2f}" for x in r["round_ratios"])
+        print(
+            f"| {r['model']} | {r['ours_ms']:.2f} | {r['torch_ms']:.2f} | "
+            f"{r['ratio']:.2f}x (<= {r['target_ratio']}x: {ok}) [{per_round}] | "
+            f"{r['max_rel_diff_vs_torch_runner']:.1e} | "
+            f"{r['load_avg'][0]:.1f}-{r['load_avg'][1]:.1f} | {r['weights_mb']:.1f} | "
+            f"{r['ours_max_rss_mb']:.1f} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

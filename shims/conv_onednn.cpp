@@ -1,0 +1,409 @@
+// Slim CPU convolution (and transposed convolution: oneDNN's deconvolution)
+// through oneDNN (onednn_api.h), the library ATen uses on the CPU.
+//
+// - Activations stay in the layout the blob handed over: channels_last
+//   (nhwc) goes straight through the primitive; contiguous (nchw) input is
+//   reordered to oneDNN's blocked layout and back, as ATen/ideep does.
+// - Weights are reordered into the primitive's blocked layout. Weights that
+//   live in borrowed storage (the blob's constants) are reordered once and
+//   cached for as long as that storage lives (a weak reference, checked on
+//   every use); weights the blob computed (owned storage) are reordered on
+//   every call, because their bytes may change between calls.
+// - The bias is fused into the primitive.
+// Plans (primitives and their reorders) and streams are cached per thread;
+// the weight cache is shared.
+#include "shims/conv_onednn.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "shims/onednn_api.h"
+
+namespace shimkit {
+namespace {
+
+// unique_ptr deleters that call oneDNN's destroy functions.
+template <typename H, auto Member>
+struct Destroy {
+  void operator()(H h) const { (onednn().*Member)(h); }
+};
+template <typename H, auto Member>
+using Owned = std::unique_ptr<std::remove_pointer_t<H>, Destroy<H, Member>>;
+using Memory = Owned<dnnl_memory_t, &OnednnApi::dnnl_memory_destroy>;
+using Primitive = Owned<dnnl_primitive_t, &OnednnApi::dnnl_primitive_destroy>;
+using PrimitiveDesc = Owned<dnnl_primitive_desc_t, &OnednnApi::dnnl_primitive_desc_destroy>;
+using Attr = Owned<dnnl_primitive_attr_t, &OnednnApi::dnnl_primitive_attr_destroy>;
+using Stream = Owned<dnnl_stream_t, &OnednnApi::dnnl_stream_destroy>;
+
+dnnl_engine_t cpu_engine() {
+  static dnnl_engine_t engine = []() {
+    dnnl_engine_t e = nullptr;  // lives until exit: every primitive refers to it
+    onednn_check(onednn().dnnl_engine_create(&e, dnnl_cpu, 0), "oneDNN CPU engine");
+    return e;
+  }();
+  return engine;
+}
+
+dnnl_stream_t thread_stream() {
+  thread_local Stream stream = []() {
+    dnnl_stream_t s = nullptr;
+    onednn_check(onednn().dnnl_stream_create(&s, cpu_engine(), dnnl_stream_default_flags),
+                 "oneDNN stream");
+    return Stream(s);
+  }();
+  return stream.get();
+}
+
+// Per-thread scratch memory for primitives (user scratchpad mode keeps the
+// primitives free of hidden per-call allocations and safe to share).
+void* thread_scratch(size_t nbytes) {
+  thread_local std::vector<unsigned char> scratch;
+  if (scratch.size() < nbytes) scratch.resize(nbytes);
+  return scratch.data();
+}
+
+dnnl_memory_desc_t strided_desc(const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& strides) {
+  dnnl_memory_desc_t md;
+  onednn_check(onednn().dnnl_memory_desc_init_by_strides(&md, static_cast<int>(dims.size()),
+                                                         dims.data(), dnnl_f32, strides.data()),
+               "memory descriptor");
+  return md;
+}
+
+dnnl_memory_desc_t tag_desc(const std::vector<int64_t>& dims, dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t md;
+  onednn_check(onednn().dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()),
+                                                     dims.data(), dnnl_f32, tag),
+               "memory descriptor");
+  return md;
+}
+
+bool same(const dnnl_memory_desc_t& a, const dnnl_memory_desc_t& b) {
+  return onednn().dnnl_memory_desc_equal(&a, &b) != 0;
+}
+
+Memory memory_at(const dnnl_memory_desc_t& md, void* data) {
+  dnnl_memory_t m = nullptr;
+  onednn_check(onednn().dnnl_memory_create(&m, &md, cpu_engine(), data), "memory object");
+  return Memory(m);
+}
+
+Primitive make_primitive(const_dnnl_primitive_desc_t pd) {
+  dnnl_primitive_t p = nullptr;
+  onednn_check(onednn().dnnl_primitive_create(&p, pd), "primitive");
+  return Primitive(p);
+}
+
+// Attributes of every primitive here: a user scratchpad (thread_scratch).
+Attr user_scratchpad() {
+  dnnl_primitive_attr_t attr = nullptr;
+  onednn_check(onednn().dnnl_primitive_attr_create(&attr), "attributes");
+  Attr owned(attr);
+  onednn_check(onednn().dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+               "scratchpad mode");
+  return owned;
+}
+
+// A reorder from `from` to `to`.
+Primitive make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
+                       dnnl_memory_desc_t* scratch) {
+  const Attr attr = user_scratchpad();
+  dnnl_primitive_desc_t pd_raw = nullptr;
+  onednn_check(onednn().dnnl_reorder_primitive_desc_create(&pd_raw, &from, cpu_engine(), &to,
+                                                           cpu_engine(), attr.get()),
+               "reorder");
+  PrimitiveDesc pd(pd_raw);
+  *scratch = *onednn().dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
+  return make_primitive(pd.get());
+}
+
+void execute(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
+             const dnnl_memory_desc_t& scratch_md, const char* what) {
+  Memory scratch =
+      memory_at(scratch_md, thread_scratch(onednn().dnnl_memory_desc_get_size(&scratch_md)));
+  args.push_back({DNNL_ARG_SCRATCHPAD, scratch.get()});
+  onednn_check(onednn().dnnl_primitive_execute(p, thread_stream(), static_cast<int>(args.size()),
+                                               args.data()),
+               what);
+}
+
+// One reorder step: a primitive and its scratchpad's descriptor.
+struct Reorder {
+  Primitive primitive;
+  dnnl_memory_desc_t scratch{};
+
+  void run(dnnl_memory_t from, dnnl_memory_t to, const char* what) const {
+    execute(primitive.get(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, scratch, what);
+  }
+};
+
+Reorder reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to) {
+  Reorder r;
+  r.primitive = make_reorder(from, to, &r.scratch);
+  return r;
+}
+
+// The oneDNN view of the weight tensor: [OC, IC/g, KH, KW] (grouped: 5-D);
+// a transposed convolution's [IC, OC/g, KH, KW] seen with its first two dims
+// swapped, which is how oneDNN's deconvolution takes it.
+dnnl_memory_desc_t user_weight_desc(const SlimTensor& w, int64_t groups, bool transposed) {
+  const auto& sz = w.sizes();
+  const auto& st = w.strides();
+  const int64_t out_dim = transposed ? 1 : 0, in_dim = transposed ? 0 : 1;
+  const int64_t oc_per_group = transposed ? sz[1] : sz[0] / groups;
+  const int64_t ic_per_group = transposed ? sz[0] / groups : sz[1];
+  if (groups == 1) {
+    return strided_desc({oc_per_group, ic_per_group, sz[2], sz[3]},
+                        {st[out_dim], st[in_dim], st[2], st[3]});
+  }
+  // Group g's slice starts g * (per-group count along the grouped dim) rows in.
+  const int64_t group_stride = transposed ? ic_per_group * st[0] : oc_per_group * st[0];
+  return strided_desc({groups, oc_per_group, ic_per_group, sz[2], sz[3]},
+                      {group_stride, st[out_dim], st[in_dim], st[2], st[3]});
+}
+
+// A primitive for one geometry, its layouts, and the reorders around it.
+struct ConvPlan {
+  PrimitiveDesc pd;
+  Primitive conv;
+  dnnl_memory_desc_t src_user{}, dst_user{}, weight_user{};
+  dnnl_memory_desc_t src{}, dst{}, weight{}, bias{}, scratch{};
+  bool reorder_src = false, reorder_dst = false, reorder_weight = false;
+  Reorder src_in, dst_out, weight_in;
+};
+
+std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
+                                    const dnnl_memory_desc_t& weight_user,
+                                    const ConvTranspose* transpose) {
+  auto plan = std::make_unique<ConvPlan>();
+  const std::vector<int64_t> src_dims{s.n, s.c, s.h, s.w};
+  const std::vector<int64_t> dst_dims{s.n, s.oc, s.oh, s.ow};
+  plan->src_user = strided_desc(
+      src_dims, s.channels_last ? channels_last_strides(src_dims) : contiguous_strides(src_dims));
+  plan->dst_user = strided_desc(dst_dims, s.out_strides);
+  plan->weight_user = weight_user;
+  // channels_last runs in place; nchw lets oneDNN pick its blocked layout.
+  const dnnl_memory_desc_t src_md =
+      s.channels_last ? plan->src_user : tag_desc(src_dims, dnnl_format_tag_any);
+  const dnnl_memory_desc_t dst_md =
+      s.channels_last ? plan->dst_user : tag_desc(dst_dims, dnnl_format_tag_any);
+  std::vector<int64_t> weight_dims(weight_user.dims, weight_user.dims + weight_user.ndims);
+  const dnnl_memory_desc_t weight_md = tag_desc(weight_dims, dnnl_format_tag_any);
+  const dnnl_memory_desc_t bias_md = tag_desc({s.oc}, dnnl_a);
+  const dnnl_dims_t strides{p.stride[0], p.stride[1]};
+  const dnnl_dims_t dilates{p.dilation[0] - 1, p.dilation[1] - 1};
+  const dnnl_dims_t pad_l{p.padding[0], p.padding[1]};
+  const dnnl_memory_desc_t* bias_arg = has_bias ? &bias_md : nullptr;
+  dnnl_convolution_desc_t desc;
+  if (transpose == nullptr) {
+    // ideep's right padding: exactly what the floor-divided output size uses.
+    const int64_t ekh = (s.kh - 1) * p.dilation[0] + 1, ekw = (s.kw - 1) * p.dilation[1] + 1;
+    const dnnl_dims_t pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
+                            (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
+    onednn_check(onednn().dnnl_dilated_convolution_forward_desc_init(
+                     &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
+                     bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
+                 "convolution descriptor");
+  } else {
+    // ATen's: output_padding comes off the right padding.
+    const dnnl_dims_t pad_r{p.padding[0] - transpose->output_padding[0],
+                            p.padding[1] - transpose->output_padding[1]};
+    onednn_check(onednn().dnnl_dilated_deconvolution_forward_desc_init(
+                     &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &weight_md,
+                     bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
+                 "transposed convolution descriptor");
+  }
+  const Attr attr = user_scratchpad();
+  dnnl_primitive_desc_t pd = nullptr;
+  const dnnl_status_t status =
+      onednn().dnnl_primitive_desc_create(&pd, &desc, attr.get(), cpu_engine(), nullptr);
+  if (status == dnnl_unimplemented) return nullptr;
+  onednn_check(status, "convolution");
+  plan->pd.reset(pd);
+  auto md = [&](dnnl_query_t what) { return *onednn().dnnl_primitive_desc_query_md(pd, what, 0); };
+  plan->src = md(dnnl_query_src_md);
+  plan->dst = md(dnnl_query_dst_md);
+  plan->weight = md(dnnl_query_weights_md);
+  plan->bias = bias_md;
+  plan->scratch = md(dnnl_query_scratchpad_md);
+  plan->conv = make_primitive(pd);
+  plan->reorder_src = !same(plan->src, plan->src_user);
+  plan->reorder_dst = !same(plan->dst, plan->dst_user);
+  plan->reorder_weight = !same(plan->weight, plan->weight_user);
+  if (plan->reorder_src) plan->src_in = reorder(plan->src_user, plan->src);
+  if (plan->reorder_dst) plan->dst_out = reorder(plan->dst, plan->dst_user);
+  if (plan->reorder_weight) plan->weight_in = reorder(plan->weight_user, plan->weight);
+  return plan;
+}
+
+// Plans of this thread, keyed by everything a plan depends on; null when
+// oneDNN has no implementation for the case.
+ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
+                      const SlimTensor& weight, const ConvTranspose* transpose) {
+  thread_local std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>> plans;
+  std::vector<int64_t> key{
+      s.n,          s.c,          s.h,           s.w,           s.oc,
+      s.kh,         s.kw,         s.groups,      p.stride[0],   p.stride[1],
+      p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], s.channels_last,
+      has_bias};
+  for (int64_t st : weight.strides()) key.push_back(st);
+  key.push_back(transpose != nullptr);
+  if (transpose != nullptr) {
+    key.insert(key.end(), transpose->output_padding, transpose->output_padding + 2);
+  }
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    // A bounded cache: dynamic shapes can make many geometries.
+    if (plans.size() >= 256) plans.clear();
+    it =
+        plans
+            .emplace(std::move(key),
+                     make_plan(s, p, has_bias,
+                               user_weight_desc(weight, s.groups, transpose != nullptr), transpose))
+            .first;
+  }
+  return it->second.get();
+}
+
+// A weight reordered into a primitive's layout, kept while its source
+// storage lives.
+struct PackedWeight {
+  std::weak_ptr<Storage> storage;
+  int64_t storage_offset;
+  std::vector<int64_t> sizes, strides;
+  dnnl_memory_desc_t desc;
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> packed;
+};
+
+class WeightCache {
+ public:
+  // The packed copy of `w` in `desc`, made by `pack` on a miss.
+  template <typename Pack>
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> get(const SlimTensor& w,
+                                                            const dnnl_memory_desc_t& desc,
+                                                            Pack&& pack) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto range = entries_.equal_range(w.storage().get());
+    for (auto it = range.first; it != range.second; ++it) {
+      const PackedWeight& e = it->second;
+      if (e.storage.lock() == w.storage() && e.storage_offset == w.storage_offset() &&
+          e.sizes == w.sizes().vec() && e.strides == w.strides().vec() && same(e.desc, desc)) {
+        return e.packed;
+      }
+    }
+    sweep();
+    PackedWeight e{w.storage(), w.storage_offset(), w.sizes().vec(), w.strides().vec(), desc,
+                   pack()};
+    auto packed = e.packed;
+    entries_.emplace(w.storage().get(), std::move(e));
+    return packed;
+  }
+
+ private:
+  // Drops entries whose storage died (a closed model's constants): a new
+  // storage at the same address must never see their bytes.
+  void sweep() {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = it->second.storage.expired() ? entries_.erase(it) : std::next(it);
+    }
+  }
+  std::mutex mutex_;
+  std::unordered_multimap<const Storage*, PackedWeight> entries_;
+};
+
+WeightCache& weight_cache() {
+  static WeightCache* cache = new WeightCache();  // never destroyed: used until exit
+  return *cache;
+}
+
+// A new oneDNN-allocated memory in `md`.
+Memory allocated(const dnnl_memory_desc_t& md) { return memory_at(md, DNNL_MEMORY_ALLOCATE); }
+
+// True if `t` is laid out densely with `canonical` strides (size-1 dims may
+// have any stride: they never move the address).
+bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] != 1 && t.strides()[d] != canonical[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
+                        const SlimTensor* bias, const ConvParams& p, const ConvShape& s,
+                        const SlimTensor& out, const ConvTranspose* transpose) {
+  if (!onednn().ok) return false;
+  if (input_in.dtype() != dtype::kFloat32 || weight.dtype() != dtype::kFloat32) return false;
+  ConvPlan* plan = thread_plan(s, p, bias != nullptr, weight, transpose);
+  if (plan == nullptr) return false;
+  const std::vector<int64_t> in_sizes{s.n, s.c, s.h, s.w};
+  const std::vector<int64_t> want =
+      s.channels_last ? channels_last_strides(in_sizes) : contiguous_strides(in_sizes);
+  // Inputs that are neither dense nhwc nor dense nchw are copied into the
+  // output's format first.
+  SlimTensor input = input_in;
+  if (!dense_as(input_in, want)) {
+    input = SlimTensor::empty(in_sizes.data(), want.data(), 4, dtype::kFloat32, device::kCPU, -1);
+    copy_elements(input, input_in);
+  }
+
+  Memory weight_user = memory_at(plan->weight_user, weight.data_ptr());
+  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> weight_packed;
+  dnnl_memory_t weight_mem = weight_user.get();
+  Memory weight_temp;
+  if (plan->reorder_weight) {
+    auto pack = [&]() {
+      Memory packed = allocated(plan->weight);
+      plan->weight_in.run(weight_user.get(), packed.get(), "weight reorder");
+      return packed;
+    };
+    if (weight.storage() && !weight.storage()->owns()) {
+      weight_packed = weight_cache().get(weight, plan->weight, [&]() {
+        return std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>>(pack());
+      });
+      weight_mem = weight_packed.get();
+    } else {
+      weight_temp = pack();
+      weight_mem = weight_temp.get();
+    }
+  }
+  Memory src_user = memory_at(plan->src_user, input.data_ptr());
+  Memory src_temp;
+  dnnl_memory_t src_mem = src_user.get();
+  if (plan->reorder_src) {
+    src_temp = allocated(plan->src);
+    plan->src_in.run(src_user.get(), src_temp.get(), "input reorder");
+    src_mem = src_temp.get();
+  }
+  Memory dst_user = memory_at(plan->dst_user, out.data_ptr());
+  Memory dst_temp = plan->reorder_dst ? allocated(plan->dst) : Memory();
+  dnnl_memory_t dst_mem = plan->reorder_dst ? dst_temp.get() : dst_user.get();
+
+  std::vector<dnnl_exec_arg_t> args{
+      {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, weight_mem}, {DNNL_ARG_DST, dst_mem}};
+  SlimTensor bias_dense;
+  Memory bias_mem;
+  if (bias != nullptr) {
+    check_conv_bias(*bias, s.oc);
+    bias_dense = *bias;
+    if (bias->strides()[0] != 1 && s.oc > 1) {
+      bias_dense = SlimTensor::empty(&s.oc, nullptr, 1, dtype::kFloat32, device::kCPU, -1);
+      copy_elements(bias_dense, *bias);
+    }
+    bias_mem = memory_at(plan->bias, bias_dense.data_ptr());
+    args.push_back({DNNL_ARG_BIAS, bias_mem.get()});
+  }
+  execute(plan->conv.get(), args, plan->scratch, "convolution");
+  if (plan->reorder_dst) plan->dst_out.run(dst_mem, dst_user.get(), "output reorder");
+  onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+  return true;
+}
+
+}  // namespace shimkit

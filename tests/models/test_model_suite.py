@@ -1,0 +1,175 @@
+"""Real-model families on the slim CPU runtime, next to libtorch, against eager PyTorch.
+
+Each model of tests/models/zoo.py (ResNet-style, MobileNetV2-style, U-Net-style with
+transposed convolutions, transformer encoder, GPT with causal SDPA and embeddings, GQA,
+masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
+bfloat16/float16 layers, dynamic batch) is compiled
+with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
+PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
+Every family must also import the fallback shims it is here to exercise, so a suite
+that silently stopped covering one fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import shimkit.runtime as rt
+import torch
+from shimkit.errors import ShimkitError
+
+from tests.models.zoo import SUITE
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:index_reduce")]
+
+RTOL = 1e-4
+# Outputs computed in bfloat16/float16 are compared at those types' precision.
+REDUCED_RTOL = {"reduced_precision": 2e-2}
+
+# The fallback shims (unprefixed names) each family's blob must import.
+FAMILY_SHIMS = {
+    "resnet": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_addmm_out"],
+    "mobilenet_v2": ["aoti_torch_cpu_convolution"],
+    "unet": ["aoti_torch_cpu_convolution"],  # transposed ones too
+    "transformer_encoder": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"],
+    "gpt": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu", "aoti_torch_check"],
+    "gpt_gqa": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"],
+    "sdpa_masks": ["aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"],
+    "recurrent": ["aoti_torch_cpu_mkldnn_rnn_layer", "aoti_torch_cpu_mm_out"],
+    "recommender": [
+        "aoti_torch_cpu__embedding_bag",
+        "aoti_torch_cpu_cumsum",
+        "aoti_torch_cpu_sort_stable",
+        "aoti_torch_check",
+    ],
+    "index_ops": [
+        "aoti_torch_cpu_scatter_reduce_two_out",
+        "aoti_torch_cpu_index_reduce",
+        "aoti_torch_cpu_cumprod",
+        "aoti_torch_cpu_logcumsumexp",
+        "aoti_torch_cpu_searchsorted_Tensor",
+        "aoti_torch_cpu_bucketize_Tensor",
+        "aoti_torch_cpu_topk",
+    ],
+    "reduced_precision": ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_convolution"],
+    "dynamic_mlp": ["aoti_torch_cpu_addmm_out"],
+}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def mismatches(got: list[np.ndarray], want: list[torch.Tensor], rtol: float) -> list[str]:
+    """Why `got` differs from `want` (empty if it does not): floats within rtol of the
+    output's largest magnitude, everything else exactly; shapes and dtypes equal."""
+    problems = []
+    if len(got) != len(want):
+        return [f"{len(got)} outputs, eager has {len(want)}"]
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        w_np = w.detach().numpy()
+        if g.shape != w_np.shape or g.dtype != w_np.dtype:
+            problems.append(f"output {i}: {g.dtype}{list(g.shape)} vs {w_np.dtype}{list(w.shape)}")
+        elif w_np.dtype.kind == "f":
+            scale = float(np.max(np.abs(w_np))) if w_np.size else 0.0
+            err = float(np.max(np.abs(g.astype(np.float64) - w_np))) if w_np.size else 0.0
+            if not err <= rtol * max(scale, 1e-12):
+                problems.append(f"output {i}: max error {err:.3g} > {rtol} x scale {scale:.3g}")
+        elif not np.array_equal(g, w_np):
+            problems.append(f"output {i}: {int(np.sum(g != w_np))} elements differ")
+    return problems
+
+
+def run_and_compare(model: rt.Model, eager: Any, inputs: tuple[Any, ...], rtol: float) -> None:
+    with torch.no_grad():
+        want = _as_list(eager(*inputs))
+    got = model(*[t.numpy() for t in inputs])
+    problems = mismatches(got, want, rtol)
+    assert not problems, "; ".join(problems)
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_family_imports_its_fallback_shims(packages: Any, config: Any, name: str) -> None:
+    from shimkit.aot.pt2 import read_blobs
+    from shimkit.elf import read_elf_names
+
+    [(member, data)] = read_blobs(packages(name).prefixed).items()
+    imports = set(read_elf_names(data, member).imports)
+    missing = [s for s in FAMILY_SHIMS[name] if config.prefixed(s) not in imports]
+    assert not missing, f"{name} no longer exercises {missing}"
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_family_matches_eager_next_to_libtorch(packages: Any, name: str) -> None:
+    import sys
+
+    assert "torch" in sys.modules  # the same process as torch, libtorch in global scope
+    package = packages(name)
+    rtol = REDUCED_RTOL.get(name, RTOL)
+    with rt.load(package.prefixed) as model:
+        for inputs in [package.inputs, *package.more_inputs]:
+            run_and_compare(model, package.model, inputs, rtol)
+
+
+def test_dynamic_batch_serves_other_sizes_and_refuses_out_of_range(packages: Any) -> None:
+    package = packages("dynamic_mlp")
+    with rt.load(package.prefixed) as model:
+        for batch in (2, 3, 17, 256):
+            run_and_compare(model, package.model, (torch.randn(batch, 16),), RTOL)
+        # The export's range is [1, 256]; Inductor specialises 1 away, and the blob's
+        # own guard refuses it (and 257) with an error, never a crash.
+        for batch in (1, 257):
+            with pytest.raises(ShimkitError, match="model run failed"):
+                model(np.zeros((batch, 16), np.float32))
+        run_and_compare(model, package.model, (torch.randn(5, 16),), RTOL)  # still usable
+
+
+_OUT_OF_VOCABULARY = """
+import sys
+import shimkit.runtime as rt
+from tests.models.packages import compiled_pair
+package = compiled_pair("gpt", unprefixed=False)
+bad = package.inputs[0].clone()
+bad[0, 3] = 97  # vocabulary is 0..96
+rt.load(package.prefixed)(bad.numpy())
+print("returned")
+"""
+
+
+def test_index_check_inside_a_kernel_stops_the_process_like_libtorch(
+    packages: Any, repo_root: Any
+) -> None:
+    """aoti_torch_check fires in the blob's embedding kernel, inside an OpenMP parallel
+    region: the exception cannot leave it, so the process ends (std::terminate) with the
+    check's message, exactly as under libtorch's own shims. Checks outside parallel
+    regions fail the run cleanly (tests/runtime/test_shim_families.py)."""
+    import subprocess
+    import sys
+
+    packages("gpt")  # compiled here, so the child only loads it
+    proc = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_VOCABULARY],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode != 0 and "returned" not in proc.stdout
+    assert "index out of bounds: 0 <= tmp" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_negative_control_comparison_catches_a_small_error(packages: Any) -> None:
+    """The 1e-4 comparison fails on a result that is off by 1e-3 of its scale."""
+    package = packages("transformer_encoder")
+    with torch.no_grad():
+        want = _as_list(package.model(*package.inputs))
+    with rt.load(package.prefixed) as model:
+        got = model(*[t.numpy() for t in package.inputs])
+    assert not mismatches(got, want, RTOL)
+    scale = float(np.max(np.abs(got[0])))
+    got[0].flat[7] += 1e-3 * scale
+    assert mismatches(got, want, RTOL)
+    assert mismatches([got[0].astype(np.float64)], want, RTOL)  # dtype differs

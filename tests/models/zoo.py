@@ -1,0 +1,495 @@
+"""Small real-model families for the slim CPU runtime (written here, not downloaded).
+
+Each entry builds an eval-mode `nn.Module`, example inputs and, for dynamic models,
+torch.export dynamic shapes. Sizes are small so a compile takes seconds; the
+architectures are the real ones (the same ops Inductor sees in full-size models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class ZooModel:
+    model: nn.Module
+    inputs: tuple[Any, ...]
+    dynamic_shapes: Any = None
+    # Further inputs the same blob must serve (other dynamic sizes).
+    more_inputs: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _seeded(seed: int) -> torch.Generator:
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+# --- ResNet-style -----------------------------------------------------------
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down: nn.Module = nn.Identity()
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + self.down(x))
+
+
+class ResNet(nn.Module):
+    """ResNet-18's layout (7x7 stem, max pool, 4 stages of basic blocks, avg pool, fc)."""
+
+    def __init__(
+        self, widths: tuple[int, ...] = (64, 128, 256, 512), blocks: int = 2, classes: int = 1000
+    ) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, widths[0], 7, 2, 3, bias=False),
+            nn.BatchNorm2d(widths[0]),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
+        )
+        layers: list[nn.Module] = []
+        cin = widths[0]
+        for i, w in enumerate(widths):
+            for b in range(blocks):
+                layers.append(BasicBlock(cin, w, 2 if (b == 0 and i > 0) else 1))
+                cin = w
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+# --- MobileNetV2 (inverted residual, depthwise) ------------------------------
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        layers: list[nn.Module] = []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+        layers += [
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return x + y if self.use_res else y
+
+
+class MobileNetV2(nn.Module):
+    # (expand, channels, repeats, stride) as in the paper.
+    FULL = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
+
+    def __init__(
+        self,
+        setting: tuple[tuple[int, int, int, int], ...] = FULL,
+        stem: int = 32,
+        last: int = 1280,
+        classes: int = 1000,
+    ) -> None:
+        super().__init__()
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, stem, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(stem),
+            nn.ReLU6(),
+        ]
+        cin = stem
+        for t, c, n, s in setting:
+            for i in range(n):
+                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                cin = c
+        layers += [nn.Conv2d(cin, last, 1, bias=False), nn.BatchNorm2d(last), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(last, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
+# --- encoder-decoder with transposed convolutions (U-Net-like) ---------------------
+
+
+class TinyUNet(nn.Module):
+    """Strided convolutions down, transposed convolutions up, skip connections."""
+
+    def __init__(self, c: int = 8, classes: int = 3) -> None:
+        super().__init__()
+        self.down1 = nn.Sequential(nn.Conv2d(3, c, 3, padding=1), nn.ReLU())
+        self.down2 = nn.Sequential(nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.ReLU())
+        self.bottom = nn.Sequential(nn.Conv2d(2 * c, 2 * c, 3, stride=2, padding=1), nn.ReLU())
+        self.up2 = nn.ConvTranspose2d(2 * c, 2 * c, 4, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(4 * c, c, 3, stride=2, padding=1, output_padding=1)
+        self.head = nn.Conv2d(2 * c, classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d1 = self.down1(x)
+        d2 = self.down2(d1)
+        y = F.relu(self.up2(self.bottom(d2)))
+        y = F.relu(self.up1(torch.cat([y, d2], dim=1)))
+        return self.head(torch.cat([y, d1], dim=1))
+
+
+# --- transformer encoder --------------------------------------------------------
+
+
+class Encoder(nn.Module):
+    def __init__(self, d: int = 64, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x, src_key_padding_mask=pad)
+
+
+# --- decoder-only GPT -------------------------------------------------------------
+
+
+class Attention(nn.Module):
+    """Causal self-attention; `kv_heads < heads` is grouped-query attention."""
+
+    def __init__(self, d: int, heads: int, kv_heads: int) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.q = nn.Linear(d, d)
+        self.kv = nn.Linear(d, 2 * kv_heads * self.hd)
+        self.o = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q = self.q(x).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k, v = self.kv(x).view(b, t, 2, self.kv_heads, self.hd).unbind(2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads
+        )
+        return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    """A pre-LayerNorm decoder block: causal self-attention and a GELU MLP."""
+
+    def __init__(self, d: int, heads: int, kv_heads: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, kv_heads)
+        self.ln2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(
+        self,
+        vocab: int = 97,
+        d: int = 64,
+        heads: int = 4,
+        kv_heads: int = 4,
+        layers: int = 2,
+        ctx: int = 32,
+    ) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.blocks = nn.Sequential(*[Block(d, heads, kv_heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.blocks(self.tok(idx) + self.pos(pos))
+        return self.head(self.ln(x))
+
+
+class MaskedAttention(nn.Module):
+    """SDPA with explicit masks: a boolean one (True = attend) and an additive float one."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d)
+
+    def attend(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4).unbind(0)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return y.transpose(1, 2).reshape(b, t, d)
+
+    def forward(
+        self, x: torch.Tensor, keep: torch.Tensor, bias: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.attend(x, keep), self.attend(x, bias)
+
+
+# --- recurrent -------------------------------------------------------------------
+
+
+class Recurrent(nn.Module):
+    """A 2-layer LSTM, a bidirectional LSTM and a 2-layer GRU over one sequence."""
+
+    def __init__(self, d_in: int = 16, hidden: int = 32, out: int = 5) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(d_in, hidden, 2, batch_first=True)
+        self.bilstm = nn.LSTM(d_in, hidden, 1, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(d_in, hidden, 2, batch_first=True)
+        self.fc = nn.Linear(4 * hidden, out)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        y1, (_, c1) = self.lstm(x)
+        y2, _ = self.bilstm(x)
+        y3, h3 = self.gru(x)
+        return self.fc(torch.cat([y1, y2, y3], dim=-1)), c1, h3
+
+
+# --- embedding-bag recommender ------------------------------------------------------
+
+
+class Recommender(nn.Module):
+    """EmbeddingBag features, then index_add / cumsum / argmax / sort / gather / scatter."""
+
+    def __init__(self, items: int = 50, d: int = 16, mode: str = "sum") -> None:
+        super().__init__()
+        self.bag = nn.EmbeddingBag(items, d, mode=mode)
+        self.user = nn.Embedding(20, d)
+        self.score = nn.Linear(d, items)
+
+    def forward(
+        self,
+        user: torch.Tensor,
+        history: torch.Tensor,
+        offsets: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
+        h = self.bag(history, offsets)  # [B, d]
+        u = self.user(user)  # [B, d]
+        logits = self.score(h * u)  # [B, items]
+        # Popularity: count each item of the history (index_add of per-sample weights).
+        pop = torch.zeros(logits.shape[1], dtype=logits.dtype).index_add(0, history, weights)
+        logits = logits + pop
+        ranked, order = torch.sort(logits, dim=1, descending=True)
+        best = torch.argmax(logits, dim=1)
+        top_logit = torch.gather(logits, 1, best.unsqueeze(1))
+        mass = torch.cumsum(torch.softmax(ranked, dim=1), dim=1)
+        seen = torch.zeros_like(logits).scatter(1, history.view(logits.shape[0], -1), 1.0)
+        return order, best, top_logit, mass, seen
+
+
+# --- index, scan and search ops that Inductor leaves to fallbacks ------------------
+
+
+class IndexOps(nn.Module):
+    """scatter_reduce, scatter_add, index_reduce, cumprod, logcumsumexp, searchsorted,
+    bucketize and topk on a small projection of the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 6)
+        self.register_buffer("edges", torch.tensor([-1.0, -0.25, 0.0, 0.5, 1.5]))
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> tuple[Any, ...]:
+        y = self.proj(x)  # [4, 6]
+        amax = y.scatter_reduce(1, idx, y[:, :3], reduce="amax", include_self=False)
+        mean = y.scatter_reduce(1, idx, y[:, 3:], reduce="mean", include_self=True)
+        added = torch.zeros_like(y).scatter_add(1, idx, y[:, :3])
+        prod = y.index_reduce(0, rows, y[:3] * 0.5, "prod")
+        cum = torch.cumprod(torch.tanh(y), 1), torch.logcumsumexp(y, 1)
+        sorted_y, _ = torch.sort(y, dim=1)
+        pos = torch.searchsorted(sorted_y, y), torch.bucketize(y, self.edges, right=True)
+        top = torch.topk(y, 2, dim=1)
+        return amax, mean, added, prod, *cum, *pos, top.values, top.indices
+
+
+# --- reduced precision --------------------------------------------------------------
+
+
+class ReducedPrecision(nn.Module):
+    """A bfloat16 MLP and a float16 convolution inside a float32 model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8)).to(torch.bfloat16)
+        self.conv = nn.Conv2d(3, 4, 3, padding=1).to(torch.float16)
+
+    def forward(self, x: torch.Tensor, img: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.mlp(x.to(torch.bfloat16)).float()
+        z = self.conv(img.to(torch.float16)).float()
+        return y, z
+
+
+# --- dynamic batch --------------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def _resnet() -> ZooModel:
+    _seeded(1)
+    return ZooModel(
+        ResNet(widths=(8, 16, 32, 64), blocks=1, classes=10).eval(), (_randn(2, 3, 32, 32),)
+    )
+
+
+def _mobilenet() -> ZooModel:
+    _seeded(2)
+    setting = ((1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2))
+    # A channels_last input: the nhwc path from the first convolution on.
+    return ZooModel(
+        MobileNetV2(setting, stem=8, last=64, classes=10).eval(),
+        (_randn(2, 3, 32, 32).contiguous(memory_format=torch.channels_last),),
+    )
+
+
+def _unet() -> ZooModel:
+    _seeded(15)
+    return ZooModel(TinyUNet().eval(), (_randn(2, 3, 16, 16),))
+
+
+def _encoder() -> ZooModel:
+    _seeded(3)
+    x = _randn(2, 10, 64)
+    pad = torch.zeros(2, 10, dtype=torch.bool)
+    pad[1, 7:] = True
+    return ZooModel(Encoder().eval(), (x, pad))
+
+
+def _gpt() -> ZooModel:
+    _seeded(4)
+    return ZooModel(GPT().eval(), (torch.randint(0, 97, (2, 16)),))
+
+
+def _gpt_gqa() -> ZooModel:
+    _seeded(5)
+    return ZooModel(GPT(heads=8, kv_heads=2).eval(), (torch.randint(0, 97, (2, 16)),))
+
+
+def _sdpa_masks() -> ZooModel:
+    _seeded(6)
+    keep = torch.rand(2, 1, 12, 12) > 0.3
+    keep[..., 0] = True  # every row attends somewhere
+    return ZooModel(MaskedAttention().eval(), (_randn(2, 12, 32), keep, _randn(2, 4, 12, 12)))
+
+
+def _recurrent() -> ZooModel:
+    _seeded(8)
+    return ZooModel(Recurrent().eval(), (_randn(3, 7, 16),))
+
+
+def _recommender() -> ZooModel:
+    _seeded(11)
+    b, per = 4, 3
+    history = torch.randint(0, 50, (b * per,))
+    offsets = torch.arange(0, b * per, per)
+    return ZooModel(
+        Recommender().eval(), (torch.randint(0, 20, (b,)), history, offsets, torch.rand(b * per))
+    )
+
+
+def _dynamic_mlp() -> ZooModel:
+    _seeded(12)
+    batch = torch.export.Dim("batch", min=1, max=256)
+    return ZooModel(
+        MLP().eval(),
+        (_randn(4, 16),),
+        dynamic_shapes=({0: batch},),
+        more_inputs=[(_randn(2, 16),), (_randn(200, 16),)],
+    )
+
+
+def _index_ops() -> ZooModel:
+    _seeded(13)
+    idx = torch.tensor([[0, 2, 2], [5, 5, 1], [3, 0, 3], [4, 4, 4]])
+    return ZooModel(IndexOps().eval(), (_randn(4, 8), idx, torch.tensor([1, 3, 1])))
+
+
+def _reduced_precision() -> ZooModel:
+    _seeded(14)
+    return ZooModel(ReducedPrecision().eval(), (_randn(3, 16), _randn(2, 3, 8, 8)))
+
+
+# Full-size models for bench/bench_models.py (not compiled by the test suite).
+
+
+def _resnet18() -> ZooModel:
+    _seeded(20)
+    return ZooModel(ResNet().eval(), (_randn(1, 3, 224, 224),))
+
+
+def _mobilenet_v2_full() -> ZooModel:
+    _seeded(21)
+    return ZooModel(MobileNetV2().eval(), (_randn(1, 3, 224, 224),))
+
+
+def _transformer_block() -> ZooModel:
+    _seeded(22)
+    return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
+
+
+ZOO: dict[str, Callable[[], ZooModel]] = {
+    "resnet": _resnet,
+    "mobilenet_v2": _mobilenet,
+    "unet": _unet,
+    "transformer_encoder": _encoder,
+    "gpt": _gpt,
+    "gpt_gqa": _gpt_gqa,
+    "sdpa_masks": _sdpa_masks,
+    "recurrent": _recurrent,
+    "recommender": _recommender,
+    "index_ops": _index_ops,
+    "reduced_precision": _reduced_precision,
+    "dynamic_mlp": _dynamic_mlp,
+    "resnet18": _resnet18,
+    "mobilenet_v2_full": _mobilenet_v2_full,
+    "transformer_block": _transformer_block,
+}
+# What the test suite compiles (the rest are bench/bench_models.py's full-size models).
+SUITE = list(ZOO)[: list(ZOO).index("resnet18")]
