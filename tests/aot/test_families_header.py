@@ -28,7 +28,7 @@ def test_checked_in_header_is_current(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_the_loader_reads_the_generated_list() -> None:
-    loader = (ROOT / "runtime" / "blob_loader_common.h").read_text()
+    loader = (ROOT / "runtime" / "blob_loader.cpp").read_text()
     assert '#include "runtime/shim_families.h"' in loader
     assert "kShimFamilies" in loader and '"aoti_record_"' not in loader
 
