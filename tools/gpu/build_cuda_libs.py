@@ -33,6 +33,10 @@ RUNNER_SOURCES: list[str] = list(CUDA_RUNTIME["srcs"])
 SHIMS_LIB = "libshimkit_cuda_shims.so"
 RUNNER_LIB = "libshimkit_cuda_runtime.so"
 CBLAS_FALLBACK = ROOT / "tools" / "gpu" / "cblas_fallback"
+# oneDNN's headers (libdnnl-dev's /usr/include/oneapi), copied here for a machine without
+# them (the GPU image): the shims need only its types, and open the library at run time
+# (shims/onednn_api.h), so no oneDNN library is needed to build or to load them.
+ONEDNN_HEADERS = ROOT / "tools" / "gpu" / "include"
 
 
 class BuildError(Exception):
@@ -50,14 +54,31 @@ def prefix_flags(unprefixed: bool) -> tuple[list[str], str]:
     return list(config.flags), config.prefix
 
 
-def have_openblas(cxx: str) -> bool:
+def has_header(cxx: str, header: str) -> bool:
     probe = subprocess.run(
         [cxx, "-x", "c++", "-", "-fsyntax-only"],
-        input="#include <cblas.h>\n",
+        input=f"#include <{header}>\n",
         text=True,
         capture_output=True,
     )
-    return probe.returncode == 0 and bool(
+    return probe.returncode == 0
+
+
+def onednn_include(cxx: str) -> list[str]:
+    """The include flags for oneDNN's headers: none where the compiler has them, else the
+    copy in tools/gpu/include."""
+    if has_header(cxx, "oneapi/dnnl/dnnl.h"):
+        return []
+    if (ONEDNN_HEADERS / "oneapi" / "dnnl" / "dnnl.h").is_file():
+        return ["-I", str(ONEDNN_HEADERS)]
+    raise BuildError(
+        "oneDNN's headers are missing: install libdnnl-dev, or copy its /usr/include/oneapi "
+        f"to {ONEDNN_HEADERS}/ (docs/cuda.md)"
+    )
+
+
+def have_openblas(cxx: str) -> bool:
+    return has_header(cxx, "cblas.h") and bool(
         subprocess.run(["sh", "-c", "ldconfig -p | grep -q libopenblas"]).returncode == 0
     )
 
@@ -89,7 +110,7 @@ def build(
     san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"] if sanitize else []
     optimize = ["-O1"] if sanitize else NATIVE.optimize_copts
     common = [cxx, *NATIVE.cxx_copts, *optimize, "-fPIC", *NATIVE.warning_copts, *san]
-    common += ["-I", str(ROOT), *blas_include, *flags]
+    common += ["-I", str(ROOT), *blas_include, *onednn_include(cxx), *flags]
 
     def compile_one(src: str) -> str:
         obj = out / "obj" / (src.replace("/", "_") + ".o")
