@@ -9,6 +9,7 @@ exit code equals N: 0 for a normal lint test, nonzero for a negative control.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 
@@ -19,12 +20,33 @@ def _runfiles_lint_dir() -> str:
     return os.path.normpath(os.path.join(here, os.pardir, os.pardir, "lint"))
 
 
+def _drop_finders_serving_another_shimkit(lint_dir: str) -> None:
+    """Remove import hooks that would serve `shimkit` from outside `lint_dir`.
+
+    An editable install (scikit-build-core's redirecting finder on sys.meta_path) maps
+    `shimkit.*` to the checkout it was installed from, ahead of sys.path; the runfiles'
+    sources must win, or the test would lint with other code than it declares.
+    """
+    for finder in list(sys.meta_path):
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None or finder is importlib.machinery.PathFinder:
+            continue
+        try:
+            spec = find_spec("shimkit", None)
+        except Exception:  # a foreign finder's failure is not this test's concern
+            continue
+        origin = spec.origin if spec is not None else None
+        if origin and not os.path.abspath(origin).startswith(lint_dir):
+            sys.meta_path.remove(finder)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[0] != "--expect-exit" or argv[2] != "--":
         print("usage: lint_runner.py --expect-exit N -- SHIMKIT_ARGS...", file=sys.stderr)
         return 2
     expected = int(argv[1])
     sys.path.insert(0, _runfiles_lint_dir())
+    _drop_finders_serving_another_shimkit(_runfiles_lint_dir())
     os.environ.setdefault("SHIMKIT_CACHE_DIR", os.environ.get("TEST_TMPDIR", "."))
     os.environ.pop("SHIMKIT_CONFIG", None)
 
