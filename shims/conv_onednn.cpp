@@ -24,6 +24,7 @@
 
 #include "shims/onednn_api.h"
 
+#if SHIMKIT_HAVE_ONEDNN
 namespace shimkit {
 namespace {
 
@@ -407,3 +408,16 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
 }
 
 }  // namespace shimkit
+
+#else  // built without oneDNN 2.x headers (onednn_api.h): the caller convolves another way
+
+namespace shimkit {
+
+bool onednn_convolution(const SlimTensor&, const SlimTensor&, const SlimTensor*, const ConvParams&,
+                        const ConvShape&, const SlimTensor&, const ConvTranspose*) {
+  return false;
+}
+
+}  // namespace shimkit
+
+#endif  // SHIMKIT_HAVE_ONEDNN

@@ -1,5 +1,6 @@
 #include "shims/onednn_api.h"
 
+#if SHIMKIT_HAVE_ONEDNN
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -76,3 +77,5 @@ void onednn_check(dnnl_status_t status, const char* what) {
 }
 
 }  // namespace shimkit
+
+#endif  // SHIMKIT_HAVE_ONEDNN

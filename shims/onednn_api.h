@@ -11,10 +11,23 @@
 // loads it. SHIMKIT_ONEDNN=0 turns it off (convolutions then use im2col).
 //
 // The function types come from oneDNN's own header (decltype), so a
-// mismatch with the installed library's API cannot compile.
+// mismatch with the installed library's API cannot compile. Built where that
+// header is oneDNN 2.x (SHIMKIT_HAVE_ONEDNN 1); without it, or against oneDNN
+// 3.x (another C API: no *_desc_init, another soname), the shims build without
+// oneDNN and convolve another way (conv_onednn.h).
 #ifndef SHIMKIT_SHIMS_ONEDNN_API_H_
 #define SHIMKIT_SHIMS_ONEDNN_API_H_
 
+#if __has_include(<oneapi/dnnl/dnnl_version.h>)
+#include <oneapi/dnnl/dnnl_version.h>
+#endif
+#if defined(DNNL_VERSION_MAJOR) && DNNL_VERSION_MAJOR == 2
+#define SHIMKIT_HAVE_ONEDNN 1
+#else
+#define SHIMKIT_HAVE_ONEDNN 0
+#endif
+
+#if SHIMKIT_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 
 #include <string>
@@ -61,4 +74,5 @@ void onednn_check(dnnl_status_t status, const char* what);
 
 }  // namespace shimkit
 
+#endif  // SHIMKIT_HAVE_ONEDNN
 #endif  // SHIMKIT_SHIMS_ONEDNN_API_H_
