@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shimkit.checks import LintContext, lint_image
+from shimkit.checks.reference import default_reference_paths, load_reference, torch_library_dir
 from shimkit.config import load_config
 from shimkit.elf import read_elf
-from shimkit.reference import default_reference_paths, load_reference, torch_library_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "lint"))

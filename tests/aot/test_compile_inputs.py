@@ -10,7 +10,7 @@ import pytest
 from shimkit.aot.torchenv import check_version, require_torch
 from shimkit.cli import main
 from shimkit.errors import ShimkitError
-from shimkit.report.progress import progress
+from shimkit.progress import progress
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -173,7 +173,7 @@ def test_elf_reader_does_not_import_numpy(elf_fixtures: dict[str, Path]) -> None
         "from shimkit.elf import read_elf\n"
         f"read_elf(open({blob!r}, 'rb').read(), 'x')\n"
         "print('numpy' in sys.modules, file=sys.stderr)\n"
-        "import shimkit.reference\n"
+        "import shimkit.checks.reference\n"
         "print('numpy' in sys.modules, file=sys.stderr)\n"
     )
     proc = subprocess.run(

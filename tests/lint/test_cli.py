@@ -16,7 +16,7 @@ from shimkit.exitcodes import (
     EXIT_UNPREFIXED,
     EXIT_USAGE,
 )
-from shimkit.report.progress import ProgressBar
+from shimkit.progress import ProgressBar
 
 GOLDEN = Path(__file__).parent / "golden" / "lint_v1.json"
 GOLDEN_INPUTS = [

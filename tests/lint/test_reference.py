@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shimkit import reference
+from shimkit.checks import reference
 from shimkit.errors import ShimkitError
 
 
@@ -98,7 +98,7 @@ def test_directory_reference_expands_to_shared_objects(elf_dir: Path, fresh_cach
 
 def test_torch_libraries_found_without_importing_torch() -> None:
     code = (
-        "import sys; from shimkit.reference import default_reference_paths as d; "
+        "import sys; from shimkit.checks.reference import default_reference_paths as d; "
         "p = d(); print(len(p), 'torch' in sys.modules, sorted(x.name for x in p))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -32,7 +32,7 @@ from shimkit.elf import ElfImage
 from shimkit.errors import ShimkitError
 from shimkit.fileio import check_output, private_tempdir, staged_output
 from shimkit.header import find_torch, render_rename_header, shim_names
-from shimkit.report.progress import progress
+from shimkit.progress import progress
 
 # CPU blobs are inference artifacts: freeze the weights so Inductor folds what
 # depends only on them (batch-norm into convolution weights and biases, the
@@ -42,6 +42,11 @@ from shimkit.report.progress import progress
 # prepacking stays off: it would emit mkldnn-specific ops and opaque tensors
 # that only libtorch serves. Freezing only happens with grad mode off.
 CPU_INFERENCE_OPTIONS: dict[str, Any] = {"freezing": True, "cpp.weight_prepack": False}
+
+
+# A CUDA blob carries its kernels inside the .so: a slim runtime passes no cubin
+# directory when it creates the model container.
+EMBED_OPTION = "aot_inductor.embed_kernel_binary"
 
 
 @dataclass
@@ -69,6 +74,18 @@ def inductor_configs(
     if native:
         options["aot_inductor.shim_symbol_prefix"] = config.prefix
     return options, native
+
+
+def embed_kernels(torch: Any, options: dict[str, Any]) -> None:
+    """Adds the Inductor option that puts a CUDA blob's kernels inside the .so."""
+    try:
+        torch._inductor.config.aot_inductor.embed_kernel_binary  # noqa: B018 (probe)
+    except AttributeError:
+        raise ShimkitError(
+            f"torch {torch.__version__}: no {EMBED_OPTION} option; a slim runtime cannot "
+            "find this torch's CUDA kernels"
+        ) from None
+    options[EMBED_OPTION] = True
 
 
 def export_program(torch: ModuleType, model: Any, inputs: tuple[Any, ...], label: str) -> Any:
@@ -181,8 +198,6 @@ def compile_exported(
     names = shim_names(find_torch().include_dir)
     options, native = inductor_configs(torch, config, names)
     if device == "cuda":
-        from shimkit.aot.cuda import embed_kernels
-
         embed_kernels(torch, options)
     else:
         options.update(CPU_INFERENCE_OPTIONS)

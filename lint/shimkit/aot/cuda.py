@@ -2,11 +2,12 @@
 
 `shimkit.aot.compile` produces prefixed blobs for whatever device the example
 inputs live on; a CUDA blob also needs its kernels inside the .so
-(`aot_inductor.embed_kernel_binary`), because a slim runtime passes no cubin
-directory when it creates the model container, and its attention in math
-form (`shimkit.aot.attention`), because the slim CUDA shims have no fused
-attention fallback. `compile_cuda` does both and checks the blob against the
-slim CUDA shims (`--target slim-cuda`) before it writes the package.
+(`aot_inductor.embed_kernel_binary`, set by `shimkit.aot.compile` for device
+"cuda"), because a slim runtime passes no cubin directory when it creates the
+model container, and its attention in math form (`shimkit.aot.attention`),
+because the slim CUDA shims have no fused attention fallback. `compile_cuda` does
+both and checks the blob against the slim CUDA shims (`--target slim-cuda`) before it
+writes the package.
 """
 
 from __future__ import annotations
@@ -18,20 +19,6 @@ from shimkit.aot.compile import CompileResult, compile_model
 from shimkit.aot.torchenv import require_torch
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
-
-EMBED_OPTION = "aot_inductor.embed_kernel_binary"
-
-
-def embed_kernels(torch: Any, options: dict[str, Any]) -> None:
-    """Adds the Inductor option that puts a CUDA blob's kernels inside the .so."""
-    try:
-        torch._inductor.config.aot_inductor.embed_kernel_binary  # noqa: B018 (probe)
-    except AttributeError:
-        raise ShimkitError(
-            f"torch {torch.__version__}: no {EMBED_OPTION} option; a slim runtime cannot "
-            "find this torch's CUDA kernels"
-        ) from None
-    options[EMBED_OPTION] = True
 
 
 def require_cuda_torch(torch: Any) -> None:

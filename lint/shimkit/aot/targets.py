@@ -75,15 +75,20 @@ def _exports(path: str) -> list[str]:
 def provided_names(target: Target, config: ShimConfig) -> frozenset[str]:
     """The prefixed shim names the target's runtime defines."""
     if target.name == "libtorch":
+        from shimkit.checks.reference import default_reference_paths
         from shimkit.header import find_torch, shim_names
-        from shimkit.reference import default_reference_paths
 
         forwarded = set(shim_names(find_torch().include_dir))
         exported: set[str] = set()
         for library in default_reference_paths():
             exported.update(_exports(str(library)))
         return frozenset(config.prefixed(n) for n in forwarded & exported)
-    from shimkit.runtime.build import shim_library
+    if target.name == "slim-cuda":
+        from shimkit.runtime.cuda import cuda_shim_library
 
-    library = shim_library("cuda" if target.name == "slim-cuda" else "cpu", config)
+        library = cuda_shim_library()
+    else:
+        from shimkit.runtime.capi import shim_library
+
+        library = shim_library(config)
     return frozenset(n for n in _exports(str(library)) if config.is_prefixed_family(n))

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from shimkit.aot.cache import content_dir, write_if_changed
+from shimkit.cache import content_dir, write_if_changed
 from shimkit.config import ShimConfig
 from shimkit.errors import ShimkitError
 from shimkit.header.render import render

@@ -53,7 +53,7 @@ def iter_inputs(
 
 def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
     """Lint `options.paths` together (one provider closure) and return the result."""
-    from shimkit.reference import load_reference
+    from shimkit.checks.reference import load_reference
 
     reference = (
         load_reference(None, use_cache=options.use_cache)

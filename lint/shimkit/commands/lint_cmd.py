@@ -16,8 +16,8 @@ from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
 from shimkit.gate.baseline import relative_location
 from shimkit.gate.suppressions import apply_suppressions, load_suppressions
+from shimkit.progress import ProgressBar
 from shimkit.report import FORMATS, SarifOptions, render
-from shimkit.report.progress import ProgressBar
 
 HELP = "lint ELF files, directories, archives and .pt2 packages for shim-ABI violations"
 

@@ -14,6 +14,7 @@ from shimkit.checks.model import Severity
 from shimkit.config import ShimConfig
 from shimkit.elf import ElfFormatError, ElfImage, read_elf
 from shimkit.errors import ShimkitError
+from shimkit.runtime.blob import built_for_cuda
 
 
 def _host_machine() -> tuple[str, int]:
@@ -98,8 +99,6 @@ def refuse_unless_clean(
     the blob was built for CUDA when the CPU runtime is to load it, or for another prefix
     than the one served, or naming the first error finding (and how many more); else
     nothing."""
-    from shimkit.runtime.cuda import built_for_cuda
-
     try:
         image = read_loadable_image(data, where)
     except ShimkitError as exc:

@@ -1,13 +1,17 @@
-"""Read blob bytes (and what the inputs must look like) from a .pt2 or a .so."""
+"""Read blob bytes (and what the inputs must look like) from a .pt2 or a .so, and what the
+CPU and CUDA models share: the device a blob was built for, inputs as checked host arrays."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import numpy as np
 
 from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
@@ -120,6 +124,46 @@ def read_blob(path: str | Path) -> BlobSource:
     return source
 
 
+def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
+    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense); with
+    `any_device`, a tensor on another device is copied to the host (the CUDA runtime
+    uploads host arrays), else it is refused in one line."""
+    if isinstance(value, np.ndarray):
+        return value
+    if value is None:
+        raise ShimkitError(f"input {index}: got None, expected an array or a CPU tensor")
+    device = getattr(value, "device", None)
+    if device is not None and hasattr(value, "numpy"):
+        if getattr(device, "type", "cpu") != "cpu":
+            if any_device:
+                return value.detach().cpu().numpy()
+            raise ShimkitError(
+                f"input {index}: tensor is on {device}, and this model runs on the slim CPU "
+                "runtime (a CUDA blob loads with device='cuda')"
+            )
+        return value.detach().numpy()
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ShimkitError(f"input {index}: not an array: {exc}") from None
+    if array.dtype.kind not in "biufc":  # objects, strings, bytes, records, dates
+        raise ShimkitError(f"input {index}: a {type(value).__name__} is not an array of numbers")
+    return array
+
+
+def check_input_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
+    """One-line error unless `array` has the dtype and sizes the blob recorded."""
+    if spec.dtype is not None and array.dtype.name != spec.dtype:
+        raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {array.dtype.name}")
+    if spec.shape is not None:
+        shape_ok = len(spec.shape) == array.ndim and all(
+            want is None or want == got for want, got in zip(spec.shape, array.shape, strict=True)
+        )
+        if not shape_ok:
+            want = "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
+            raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
+
+
 _Loaded = TypeVar("_Loaded", bound="LoadedBlob")
 
 
@@ -147,11 +191,21 @@ class LoadedBlob:
             self.close()
 
 
+def built_for_cuda(import_names: Sequence[str]) -> bool:
+    """True when a blob's imports show it was built for CUDA: a CUDA shim (`*_cuda_*`) or
+    the CUDA runtime/driver (`cuda*`, `cuXxx`); the runner applies the same rule."""
+    return any(
+        "_cuda_" in name
+        or name.startswith("cuda")
+        or (len(name) > 2 and name.startswith("cu") and name[2].isupper())
+        for name in import_names
+    )
+
+
 def blob_device(path: str | Path) -> str:
     """ "cuda" when the blob at `path` (.pt2 or .so) was built for CUDA (its imports say
     so), else "cpu" (also when it cannot be read: loading it then says why)."""
     from shimkit.elf import ElfFormatError, read_elf
-    from shimkit.runtime.cuda import built_for_cuda
 
     source = read_blob(path)
     try:

@@ -175,27 +175,6 @@ def build_cuda(out_dir: Path | None = None) -> RuntimeLibs:
     return libs
 
 
-def shim_library(device: str = "cpu", config: ShimConfig | None = None) -> Path:
-    """The slim shim library of `device` ("cpu" or "cuda"): what a blob compiled for that
-    runtime may import. The one place that knows where each is built."""
-    if device == "cuda":
-        cuda = find_cuda_libraries()
-        if cuda.shims.is_file():
-            return cuda.shims
-        from shimkit.runtime.cuda import cuda_runtime  # $SHIMKIT_LIB_DIR: the runtime knows
-
-        return cuda_runtime(cuda).provider
-    libs = find_libraries(config=config)
-    if libs.shims.is_file():
-        return libs.shims
-    from shimkit.runtime.capi import runtime_lib  # $SHIMKIT_LIB_DIR: the runtime knows
-
-    provider = runtime_lib(config=config).provider_path()
-    if provider is None:
-        raise ShimkitError(f"{libs.runtime}: does not name its shim library")
-    return provider
-
-
 def _from_lib_dir(shims: str, runtime: str) -> RuntimeLibs | None:
     """The libraries in $SHIMKIT_LIB_DIR, if it is set. The shim library may sit
     elsewhere (Bazel's _solib_*): the runtime finds it through its NEEDED entry and

@@ -149,3 +149,15 @@ def runtime_lib(variant: str = "release", config: ShimConfig | None = None) -> R
         if key not in _LOADED:
             _LOADED[key] = RuntimeLib(libs)
         return _LOADED[key]
+
+
+def shim_library(config: ShimConfig | None = None) -> Path:
+    """The slim CPU shim library serving `config`'s prefix: what a blob compiled for the
+    CPU runtime may import (`shimkit.runtime.cuda.cuda_shim_library` for CUDA)."""
+    libs = find_libraries(config=config)
+    if libs.shims.is_file():
+        return libs.shims
+    provider = runtime_lib(config=config).provider_path()  # $SHIMKIT_LIB_DIR: the runtime knows
+    if provider is None:
+        raise ShimkitError(f"{libs.runtime}: does not name its shim library")
+    return provider

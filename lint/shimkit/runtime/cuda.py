@@ -24,7 +24,8 @@ import numpy as np
 
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
-from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob
+from shimkit.runtime.admit import refuse_unless_clean
+from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob, as_array, check_input_spec
 from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, claim_provider
 
@@ -50,17 +51,6 @@ class CudaRuntimeError(ShimkitError):
         super().__init__(message)
         self.code = code
         self.status = STATUS.get(code, str(code))
-
-
-def built_for_cuda(import_names: Sequence[str]) -> bool:
-    """True when a blob's imports show it was built for CUDA: a CUDA shim (`*_cuda_*`) or
-    the CUDA runtime/driver (`cuda*`, `cuXxx`); the runner applies the same rule."""
-    return any(
-        "_cuda_" in name
-        or name.startswith("cuda")
-        or (len(name) > 2 and name.startswith("cu") and name[2].isupper())
-        for name in import_names
-    )
 
 
 def parse_device(device: str) -> int | None:
@@ -207,10 +197,17 @@ def cuda_runtime(libs: RuntimeLibs | None = None) -> CudaRuntime:
         return _RUNTIMES[key]
 
 
+def cuda_shim_library() -> Path:
+    """The slim CUDA shim library: what a blob compiled for the CUDA runtime may import
+    (`shimkit.runtime.capi.shim_library` for the CPU)."""
+    libs = find_cuda_libraries()
+    if libs.shims.is_file():
+        return libs.shims
+    return cuda_runtime(libs).provider  # $SHIMKIT_LIB_DIR: the runtime knows
+
+
 def _host_array(value: Any, index: int) -> np.ndarray:
     """A C-contiguous host array of a numpy array or a torch tensor on any device."""
-    from shimkit.runtime.model import as_array
-
     array = as_array(value, index, any_device=True)
     if DTYPE_CODES.get(array.dtype.name) is None:
         raise ShimkitError(f"input {index}: unsupported dtype {array.dtype.name}")
@@ -250,8 +247,6 @@ class CudaModel(LoadedBlob):
         self._lock = threading.Lock()
         self._rt = runtime or cuda_runtime()
         if lint:
-            from shimkit.runtime.admit import refuse_unless_clean
-
             # The CUDA libraries serve the checkout's prefix file (build_cuda).
             config = config or load_config()
             refuse_unless_clean(source.data, self._where(), config, self._rt.provider, "cuda")
@@ -294,8 +289,6 @@ class CudaModel(LoadedBlob):
             )
         arrays = [_host_array(value, i) for i, value in enumerate(inputs)]
         if self.input_specs is not None:
-            from shimkit.runtime.model import check_input_spec
-
             for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
                 check_input_spec(array, spec, i)
         descs = (Tensor * max(len(arrays), 1))(*[_describe(a) for a in arrays])

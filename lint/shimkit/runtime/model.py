@@ -15,38 +15,11 @@ from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
 from shimkit.runtime.admit import refuse_unless_clean, served_config
-from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob, read_blob
+from shimkit.runtime.blob import BlobSource, LoadedBlob, as_array, check_input_spec, read_blob
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
 if TYPE_CHECKING:
     from shimkit.runtime.cuda import CudaModel
-
-
-def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
-    """A numpy view of a numpy array or a CPU torch tensor (no copy if dense); with
-    `any_device`, a tensor on another device is copied to the host (the CUDA runtime
-    uploads host arrays), else it is refused in one line."""
-    if isinstance(value, np.ndarray):
-        return value
-    if value is None:
-        raise ShimkitError(f"input {index}: got None, expected an array or a CPU tensor")
-    device = getattr(value, "device", None)
-    if device is not None and hasattr(value, "numpy"):
-        if getattr(device, "type", "cpu") != "cpu":
-            if any_device:
-                return value.detach().cpu().numpy()
-            raise ShimkitError(
-                f"input {index}: tensor is on {device}, and this model runs on the slim CPU "
-                "runtime (a CUDA blob loads with device='cuda')"
-            )
-        return value.detach().numpy()
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise ShimkitError(f"input {index}: not an array: {exc}") from None
-    if array.dtype.kind not in "biufc":  # objects, strings, bytes, records, dates
-        raise ShimkitError(f"input {index}: a {type(value).__name__} is not an array of numbers")
-    return array
 
 
 _from_buffer = ctypes.c_char.from_buffer
@@ -59,19 +32,6 @@ def _address(array: np.ndarray) -> int:
         return _addressof(_from_buffer(array))
     except (TypeError, ValueError):  # read-only or empty
         return int(array.ctypes.data)
-
-
-def check_input_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
-    """One-line error unless `array` has the dtype and sizes the blob recorded."""
-    if spec.dtype is not None and array.dtype.name != spec.dtype:
-        raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {array.dtype.name}")
-    if spec.shape is not None:
-        shape_ok = len(spec.shape) == array.ndim and all(
-            want is None or want == got for want, got in zip(spec.shape, array.shape, strict=True)
-        )
-        if not shape_ok:
-            want = "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
-            raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
 
 
 def _decline(inputs: Sequence[Any]) -> None:

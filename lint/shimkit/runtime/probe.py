@@ -28,9 +28,9 @@ from shimkit.runtime.admit import (
     served_config,
 )
 from shimkit.runtime.bindings import Binding, library_of, resolved_imports
-from shimkit.runtime.blob import read_blob
+from shimkit.runtime.blob import built_for_cuda, read_blob
 from shimkit.runtime.capi import runtime_lib
-from shimkit.runtime.cuda import CudaModel, cuda_runtime
+from shimkit.runtime.cuda import CudaModel, cuda_runtime, parse_device
 from shimkit.runtime.model import Model
 
 
@@ -146,8 +146,6 @@ def probe(
     configuration (default: `load_config()`). `device` "auto" picks the CUDA runtime for a
     blob built for CUDA, else the CPU one; "cpu", "cuda", "cuda:N" force one."""
     import numpy as np
-
-    from shimkit.runtime.cuda import built_for_cuda, parse_device
 
     config = config or load_config()
     source = read_blob(path)
