@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -191,6 +192,10 @@ struct GraphPlan {
   std::array<void*, 4> pack_pointers{};
 };
 
+// More than cuDNN 9's heuristics rank for one convolution (tens); a bound on
+// the descriptors made per plan.
+constexpr int64_t kMaxEngineCandidates = 256;
+
 // The first engine cuDNN's heuristics rank for this convolution (skipping
 // tensor-core maths for float32 data unless TF32 is allowed) whose execution
 // plan finalizes; throws CudnnFailure when there is none.
@@ -239,7 +244,9 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
   ok(d.get_attribute(heur->get(), kAttrEngineHeurResults, kTypeBackendDescriptor, 0, &count,
                      nullptr),
      "cudnnBackendGetAttribute(heuristic results)");
-  count = std::min<int64_t>(count, 16);
+  // Every ranked engine is a candidate: in true float32 the first ones are often
+  // tensor-core (TF32) engines, skipped below, and the float32 ones come later.
+  count = std::min<int64_t>(count, kMaxEngineCandidates);
   std::vector<std::unique_ptr<Backend>> configs;
   std::vector<void*> raw;
   for (int64_t i = 0; i < count; ++i) {
@@ -394,6 +401,24 @@ bool tf32_allowed() {
   return v == 1;
 }
 
+// SHIMKIT_CUDNN_TRACE=1: say on stderr why a geometry's plan is not on the graph
+// API (diagnostics for docs/cuda.md's GPU runs).
+bool trace_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("SHIMKIT_CUDNN_TRACE");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }();
+  return enabled;
+}
+
+std::string shape_text(const int64_t* sizes, const int64_t* strides) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) text += (i ? "x" : "") + std::to_string(sizes[i]);
+  text += " strides";
+  for (int i = 0; i < 4; ++i) text += " " + std::to_string(strides[i]);
+  return text;
+}
+
 std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p, int64_t groups,
                                 bool channels_last, bool with_bias, bool allow_tf32) {
   const CudnnLibrary& d = cudnn_library();
@@ -432,6 +457,12 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
     }
   }
   if (plan->graph == nullptr) {
+    if (trace_enabled()) {
+      std::fprintf(stderr, "shimkit cuDNN: legacy API for x %s w %s: %s\n",
+                   shape_text(a.x_sizes, a.x_strides).c_str(),
+                   shape_text(a.w_sizes, a.w_strides).c_str(),
+                   graph_error.empty() ? "graph API unavailable" : graph_error.c_str());
+    }
     try {
       plan->legacy = make_legacy_plan(h.handle, a, channels_last ? kCudnnNhwc : kCudnnNchw, p,
                                       groups, allow_tf32, &plan->workspace);
