@@ -39,43 +39,48 @@ SHARED_LINKOPTS = ["-Wl,-z,noexecstack"]
 # (and shipped with the CMake package), which compile with the prefix define.
 RENAME_HEADER = "shims/aoti_shim_rename.h"
 
+# The shim core (slim tensor, creation, views, copies) and the CPU ops: compiled
+# unchanged into every shim library, CPU and CUDA; each device adds its own files.
+SHIM_CORE_SOURCES = [
+    "shims/conv_onednn.cpp",
+    "shims/onednn_api.cpp",
+    "shims/shim_attention.cpp",
+    "shims/shim_check.cpp",
+    "shims/shim_conv.cpp",
+    "shims/shim_core.cpp",
+    "shims/shim_embedding.cpp",
+    "shims/shim_index.cpp",
+    "shims/shim_ops_cpu.cpp",
+    "shims/shim_rnn.cpp",
+    "shims/shim_scan.cpp",
+    "shims/shim_search.cpp",
+    "shims/shim_sort.cpp",
+    "shims/slim_tensor.cpp",
+    "shims/softmax_rows.cpp",
+]
+
+SHIM_CORE_HEADERS = [
+    "shims/attention_geometry.h",
+    "shims/conv_geometry.h",
+    "shims/conv_onednn.h",
+    "shims/conv_transpose_geometry.h",
+    "shims/embedding_bag_geometry.h",
+    "shims/float_compute.h",
+    "shims/onednn_api.h",
+    "shims/scalar_types.h",
+    "shims/shim_internal.h",
+    "shims/softmax_rows.h",
+    "shims/strided_loop.h",
+]
+
 # The libraries. `exported_headers` are the public API, `headers` private;
 # `version_script` (with @PREFIX@ for the shim prefix) limits the exports.
 NATIVE_LIBRARIES = {
     # The slim CPU shims: what every CPU runtime loads RTLD_GLOBAL before a blob
     # (libshimkit_shims.so).
     "slim_shims": {
-        "srcs": [
-            "shims/conv_onednn.cpp",
-            "shims/cpu/no_accelerator.cpp",
-            "shims/onednn_api.cpp",
-            "shims/shim_attention.cpp",
-            "shims/shim_check.cpp",
-            "shims/shim_conv.cpp",
-            "shims/shim_core.cpp",
-            "shims/shim_embedding.cpp",
-            "shims/shim_index.cpp",
-            "shims/shim_ops_cpu.cpp",
-            "shims/shim_rnn.cpp",
-            "shims/shim_scan.cpp",
-            "shims/shim_search.cpp",
-            "shims/shim_sort.cpp",
-            "shims/slim_tensor.cpp",
-            "shims/softmax_rows.cpp",
-        ],
-        "headers": [
-            "shims/attention_geometry.h",
-            "shims/conv_geometry.h",
-            "shims/conv_onednn.h",
-            "shims/conv_transpose_geometry.h",
-            "shims/embedding_bag_geometry.h",
-            "shims/float_compute.h",
-            "shims/onednn_api.h",
-            "shims/scalar_types.h",
-            "shims/shim_internal.h",
-            "shims/softmax_rows.h",
-            "shims/strided_loop.h",
-        ],
+        "srcs": SHIM_CORE_SOURCES + ["shims/cpu/no_accelerator.cpp"],
+        "headers": SHIM_CORE_HEADERS,
         "exported_headers": [
             "shims/aoti_shim_abi.h",
             "shims/slim_tensor.h",
@@ -112,11 +117,11 @@ NATIVE_LIBRARIES = {
         "exported_headers": [],
         "linkopts": [],
     },
-    # The slim CUDA shims (libshimkit_cuda_shims.so): the shim core (unchanged,
-    # as in the CPU library) plus the CUDA device hooks, tensors and ops; CUDA itself is dlopen'd, so the host toolchain builds it.
+    # The slim CUDA shims (libshimkit_cuda_shims.so): the shim core plus the CUDA
+    # device hooks, tensors and ops; CUDA itself is dlopen'd, so the host
+    # toolchain builds it.
     "cuda_shims": {
-        "srcs": [
-            "shims/conv_onednn.cpp",
+        "srcs": SHIM_CORE_SOURCES + [
             "shims/cuda/cublaslt_api.cpp",
             "shims/cuda/cuda_api.cpp",
             "shims/cuda/cuda_context.cpp",
@@ -127,39 +132,14 @@ NATIVE_LIBRARIES = {
             "shims/cuda/gemm.cpp",
             "shims/cuda/shim_cuda_device.cpp",
             "shims/cuda/shim_ops_cuda.cpp",
-            "shims/onednn_api.cpp",
-            "shims/shim_attention.cpp",
-            "shims/shim_check.cpp",
-            "shims/shim_conv.cpp",
-            "shims/shim_core.cpp",
-            "shims/shim_embedding.cpp",
-            "shims/shim_index.cpp",
-            "shims/shim_ops_cpu.cpp",
-            "shims/shim_rnn.cpp",
-            "shims/shim_scan.cpp",
-            "shims/shim_search.cpp",
-            "shims/shim_sort.cpp",
-            "shims/slim_tensor.cpp",
-            "shims/softmax_rows.cpp",
         ],
-        "headers": [
-            "shims/attention_geometry.h",
-            "shims/conv_geometry.h",
-            "shims/conv_onednn.h",
-            "shims/conv_transpose_geometry.h",
+        "headers": SHIM_CORE_HEADERS + [
             "shims/cuda/cublaslt_api.h",
             "shims/cuda/cuda_api.h",
             "shims/cuda/cuda_context.h",
             "shims/cuda/cudnn_api.h",
             "shims/cuda/cudnn_conv.h",
             "shims/cuda/gemm.h",
-            "shims/embedding_bag_geometry.h",
-            "shims/float_compute.h",
-            "shims/onednn_api.h",
-            "shims/scalar_types.h",
-            "shims/shim_internal.h",
-            "shims/softmax_rows.h",
-            "shims/strided_loop.h",
         ],
         "exported_headers": [
             "shims/aoti_shim_abi.h",
