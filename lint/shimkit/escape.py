@@ -27,9 +27,15 @@ _PRINTABLE = {
 }
 
 
+def _unchanged_by_lossless(text: str) -> bool:
+    # ASCII without a backslash: nothing to escape (the check runs in C; `translate` looks
+    # every character up in a dict, which costs `symbols --format json` most of its time).
+    return text.isascii() and "\\" not in text
+
+
 def lossless(text: str) -> str:
     """`text` as valid Unicode for JSON: non-UTF-8 bytes as \\xNN, backslashes doubled."""
-    return text.translate(_LOSSLESS)
+    return text if _unchanged_by_lossless(text) else text.translate(_LOSSLESS)
 
 
 def printable(text: str) -> str:
@@ -68,5 +74,8 @@ def lossless_tree(value: object) -> object:
     if isinstance(value, dict):
         return {lossless(str(k)): lossless_tree(v) for k, v in value.items()}
     if isinstance(value, list):
+        # A symbol table's names, checked in one pass when none needs escaping.
+        if all(type(v) is str for v in value) and _unchanged_by_lossless("".join(value)):
+            return list(value)
         return [lossless_tree(v) for v in value]
     return value
