@@ -57,17 +57,20 @@ void aoti_torch_warn(const char* func, const char* file, uint32_t line, const ch
 
 AOTITorchError aoti_torch_check_inf_and_nan(const char* tensor_name, AtenTensorHandle tensor) {
   return SHIMKIT_GUARD({
-    const shimkit::SlimTensor& t = shimkit::as_tensor(tensor);
+    const shimkit::SlimTensor& given = shimkit::as_tensor(tensor);
     const std::string name = tensor_name != nullptr ? tensor_name : "tensor";
-    if (t.device_type() != shimkit::device::kCPU) {
-      // Reads the elements on the host; a device tensor would need a copy first.
-      throw shimkit::ShimError("aoti_torch_check_inf_and_nan: " + name +
-                               " is not a CPU tensor (unsupported)");
-    }
-    const int32_t dt = t.dtype();
+    const int32_t dt = given.dtype();
     if (dt != shimkit::dtype::kFloat32 && dt != shimkit::dtype::kFloat64 &&
         dt != shimkit::dtype::kFloat16 && dt != shimkit::dtype::kBFloat16) {
       return;  // integers and bools hold neither
+    }
+    // The elements are read on the host: a device tensor is copied there first
+    // through its device's hooks (the one shim core names no device).
+    shimkit::SlimTensor t = given;
+    if (given.device_type() != shimkit::device::kCPU) {
+      t = shimkit::SlimTensor::empty(given.sizes().data(), nullptr, given.dim(), given.dtype(),
+                                     shimkit::device::kCPU, -1);
+      shimkit::copy_tensor(t, given);
     }
     shimkit::dispatch_floating(dt, "check_inf_and_nan", [&](auto tag) {
       using T = decltype(tag);

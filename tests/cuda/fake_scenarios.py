@@ -107,6 +107,15 @@ def basics(s: Shims) -> dict[str, Any]:
     r["clone_values"] = bool(np.array_equal(s.numpy(clone), a))
     s.call("aoti_torch_zero_", clone)
     r["zeroed"] = bool(not s.numpy(clone).any())
+    # check_inf_and_nan reads a device tensor through its hooks' copy to the host.
+    s.call("aoti_torch_check_inf_and_nan", b"clean", clone)
+    bad = a.copy()
+    bad[1, 2] = np.nan
+    try:
+        s.call("aoti_torch_check_inf_and_nan", b"buf7", s.device(bad))
+        r["nan_on_device"] = "passed"
+    except RuntimeError as exc:
+        r["nan_on_device"] = str(exc)
     before = counter("host_alloc")
     pinned = ctypes.c_void_p()
     sizes = (I64 * 1)(1024)

@@ -74,6 +74,7 @@ def test_tensors_copies_guards_and_streams(
     r = scenario(cuda_libs, fakes, "basics")
     assert r["devices"] == 2
     assert r["roundtrip"] and r["clone_values"] and r["zeroed"]
+    assert "buf7 contains NaN" in r["nan_on_device"]
     assert r["colmajor_strides"] == [1, 3]
     assert r["clone_strides"] == [1, 3]  # clone keeps a dense layout's stride order
     assert r["pinned_host_allocs"] == 1  # empty_strided_pinned is cudaHostAlloc

@@ -66,9 +66,11 @@ def _checkout_or_error(what: str) -> Path:
     return root
 
 
-def _fingerprint(root: Path, variant: str, prefix_file: Path) -> str:
-    digest = hashlib.sha256(f"{variant}|{sys.executable}|{prefix_file}".encode())
-    paths = [prefix_file, *(root / name for name in _BUILD_FILES)]
+def _fingerprint(root: Path, salt: str, extra_files: list[Path]) -> str:
+    """A build's cache key: `salt` (what else selects the build), the native sources and
+    build description of the checkout, and `extra_files` (the prefix file, a builder)."""
+    digest = hashlib.sha256(salt.encode())
+    paths = [*extra_files, *(root / name for name in _BUILD_FILES)]
     for folder in _BUILD_INPUTS:
         paths += [p for p in (root / folder).rglob("*") if p.suffix in _SOURCE_SUFFIXES]
     for path in sorted(p for p in paths if p.is_file()):
@@ -101,7 +103,7 @@ def build(
     out = out_dir or root / "build" / "native" / f"{variant}-{config.prefix}"
     out.mkdir(parents=True, exist_ok=True)
     libs = RuntimeLibs(out / "lib" / SHIMS_LIB, out / "lib" / RUNTIME_LIB)
-    key = _fingerprint(root, variant, config.source)
+    key = _fingerprint(root, f"{variant}|{sys.executable}|{config.source}", [config.source])
     stamp = out / "stamp"
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -153,13 +155,9 @@ def build_cuda(out_dir: Path | None = None) -> RuntimeLibs:
     assert spec is not None and spec.loader is not None
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)
-    digest = hashlib.sha256()
-    inputs = [cuda_builder, root / "native_sources.bzl", root / "rules" / "shim_symbol_prefix.bzl"]
-    inputs += [*(root / "shims").rglob("*"), *(root / "runtime").rglob("*")]
-    for path in sorted(p for p in inputs if p.suffix in (".cpp", ".h", ".c", ".py", ".bzl")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    out = out_dir or root / "build" / "cuda" / digest.hexdigest()[:16]
+    prefix_file = root / "rules" / "shim_symbol_prefix.bzl"
+    key = _fingerprint(root, "cuda", [cuda_builder, prefix_file])
+    out = out_dir or root / "build" / "cuda" / key
     libs = RuntimeLibs(out / CUDA_SHIMS_LIB, out / CUDA_RUNTIME_LIB)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".lock", "w") as lock:
