@@ -134,6 +134,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/shim_ops_cuda.cpp",
         ],
         "headers": SHIM_CORE_HEADERS + [
+            "shims/cuda/autotune.h",
             "shims/cuda/cublaslt_api.h",
             "shims/cuda/cuda_api.h",
             "shims/cuda/cuda_context.h",

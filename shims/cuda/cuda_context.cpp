@@ -214,6 +214,8 @@ uint64_t begin_private_pool() {
 
 void end_private_pool() { t_pool = 0; }
 
+bool capturing() { return t_pool != 0; }
+
 void release_private_pool(uint64_t pool) {
   const Runtime& rt = runtime();
   if (rt.ok && pool != 0) cache().release_pool(rt, pool);

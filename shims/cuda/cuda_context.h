@@ -47,6 +47,9 @@ void raw_delete(void* ptr);
 uint64_t begin_private_pool();
 void end_private_pool();
 void release_private_pool(uint64_t pool);
+// True between begin_private_pool() and end_private_pool() on this thread:
+// a CUDA graph capture is under way (nothing may synchronise its stream).
+bool capturing();
 // Bytes held in the allocator's free lists, and releasing them.
 size_t cached_bytes();
 void empty_cache();

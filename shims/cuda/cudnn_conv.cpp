@@ -7,7 +7,10 @@
 // every call. So the backend ("graph") API runs first, as torch's own cuDNN
 // convolution does: its finalized execution plan is cached, and a call costs
 // one variant pack (itself reused while the data pointers stay the same) and
-// one cudnnBackendExecute. The legacy API is the fallback when the graph API
+// one cudnnBackendExecute. The engines cuDNN ranks for a geometry are timed
+// once on the real operands and the fastest is kept (autotune.h; with
+// SHIMKIT_CUDNN_AUTOTUNE=0 the first-ranked one runs, as with torch's default
+// cudnn.benchmark=False). The legacy API is the fallback when the graph API
 // offers no engine (or SHIMKIT_CUDNN_API=legacy). Neither path synchronises,
 // copies through the host or reaches cudaMalloc once warm (the output and
 // workspace come from the caching allocator), so eager runs stay
@@ -15,6 +18,7 @@
 // calls per convolution against a fake cuDNN.
 #include "shims/cuda/cudnn_conv.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <climits>
@@ -25,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shims/cuda/autotune.h"
 #include "shims/cuda/cuda_context.h"
 #include "shims/cuda/cudnn_api.h"
 
@@ -182,11 +187,20 @@ bool true_float32(const Backend& engine) {
   return true;
 }
 
+// One engine's finalized execution plan and the workspace it needs.
+struct GraphEngine {
+  std::unique_ptr<Backend> config;
+  std::unique_ptr<Backend> plan;
+  size_t workspace = 0;
+};
+
 // Everything a graph plan refers to, kept alive with it.
 struct GraphPlan {
   std::vector<std::unique_ptr<Backend>> parts;
-  std::unique_ptr<Backend> config;
-  std::unique_ptr<Backend> plan;
+  // The engines that run this convolution, in cuDNN's ranking; once timed on
+  // the real operands (choose_engine) only the fastest is left.
+  std::vector<GraphEngine> engines;
+  bool tuned = false;
   // The last variant pack and the pointers it binds (x, w, y, workspace).
   std::unique_ptr<Backend> pack;
   std::array<void*, 4> pack_pointers{};
@@ -195,12 +209,16 @@ struct GraphPlan {
 // More than cuDNN 9's heuristics rank for one convolution (tens); a bound on
 // the descriptors made per plan.
 constexpr int64_t kMaxEngineCandidates = 256;
+// How many engines whose plans finalize are timed (autotune.h) per geometry.
+constexpr size_t kTimedEngines = 8;
 
-// The first engine cuDNN's heuristics rank for this convolution (skipping
+// The engines cuDNN's heuristics rank for this convolution (skipping
 // tensor-core maths for float32 data unless TF32 is allowed) whose execution
-// plan finalizes; throws CudnnFailure when there is none.
+// plans finalize, in rank order: the first `max_engines` of them. `workspace`
+// is set to the largest workspace among them. Throws CudnnFailure when there
+// is none.
 std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, const ConvParams& p,
-                                           bool allow_tf32, size_t* workspace) {
+                                           bool allow_tf32, size_t max_engines, size_t* workspace) {
   auto g = std::make_unique<GraphPlan>();
   auto& parts = g->parts;
   parts.push_back(graph_tensor(kUidX, a.data_type, a.x_sizes, a.x_strides, a.align[0]));
@@ -274,16 +292,24 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
     int64_t bytes = 0;
     ok(d.get_attribute(plan->get(), kAttrExecutionPlanWorkspaceSize, kTypeInt64, 1, &one, &bytes),
        "cudnnBackendGetAttribute(workspace size)");
-    *workspace = static_cast<size_t>(bytes < 0 ? 0 : bytes);
-    g->config = std::move(configs[static_cast<size_t>(i)]);
-    g->plan = std::move(plan);
-    parts.push_back(std::move(conv));
-    parts.push_back(std::move(op));
-    parts.push_back(std::move(graph));
-    return g;
+    GraphEngine engine_plan;
+    engine_plan.config = std::move(configs[static_cast<size_t>(i)]);
+    engine_plan.plan = std::move(plan);
+    engine_plan.workspace = static_cast<size_t>(bytes < 0 ? 0 : bytes);
+    g->engines.push_back(std::move(engine_plan));
+    if (g->engines.size() >= max_engines) break;
   }
-  throw CudnnFailure{std::string("the cuDNN graph API offers no ") +
-                     (strict ? "true float32 " : "") + "engine for this convolution"};
+  if (g->engines.empty()) {
+    throw CudnnFailure{std::string("the cuDNN graph API offers no ") +
+                       (strict ? "true float32 " : "") + "engine for this convolution"};
+  }
+  *workspace = 0;
+  for (const GraphEngine& e : g->engines) *workspace = std::max(*workspace, e.workspace);
+  g->tuned = g->engines.size() == 1;
+  parts.push_back(std::move(conv));
+  parts.push_back(std::move(op));
+  parts.push_back(std::move(graph));
+  return g;
 }
 
 // The legacy API's descriptors and chosen algorithm.
@@ -430,10 +456,11 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
       channels_last ? channels_last_strides(w_sizes) : contiguous_strides(w_sizes);
   bool w_dense = true;
   for (int i = 0; i < 4; ++i) w_dense = w_dense && (w_sizes[i] == 1 || a.w_strides[i] == dense[i]);
+  const size_t engines = autotune_enabled("SHIMKIT_CUDNN_AUTOTUNE") ? kTimedEngines : 1;
   std::string graph_error;
   if (d.graph_ok) {
     try {
-      plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, &plan->workspace);
+      plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, engines, &plan->workspace);
     } catch (const CudnnFailure& f) {
       graph_error = f.what;
     }
@@ -450,7 +477,7 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
     std::copy(dense.begin(), dense.end(), a.w_strides);
     if (d.graph_ok) {
       try {
-        plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, &plan->workspace);
+        plan->graph = make_graph_plan(h.handle, a, p, allow_tf32, engines, &plan->workspace);
       } catch (const CudnnFailure& f) {
         graph_error = f.what;
       }
@@ -481,7 +508,9 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
   return plan;
 }
 
-void run_graph_plan(HandleState& h, GraphPlan& g, void* x, void* w, void* y, void* workspace) {
+// Runs the graph plan's engine `engine` (its first unless given) on these pointers.
+void run_graph_plan(HandleState& h, GraphPlan& g, void* x, void* w, void* y, void* workspace,
+                    size_t engine = 0) {
   const CudnnLibrary& d = cudnn_library();
   const std::array<void*, 4> pointers = {x, w, y, workspace};
   if (g.pack == nullptr || g.pack_pointers != pointers) {
@@ -495,7 +524,33 @@ void run_graph_plan(HandleState& h, GraphPlan& g, void* x, void* w, void* y, voi
     g.pack = std::move(pack);
     g.pack_pointers = pointers;
   }
-  ok(d.execute(h.handle, g.plan->get(), g.pack->get()), "cudnnBackendExecute");
+  ok(d.execute(h.handle, g.engines[engine].plan->get(), g.pack->get()), "cudnnBackendExecute");
+}
+
+// Times the plan's engines on the real operands (`workspace` holds the
+// largest one's) and keeps only the fastest; cuDNN's first-ranked engine is
+// often not it for small batches. Nothing is timed while a CUDA graph is
+// being captured: the first-ranked engine runs, and the next eager call
+// times them.
+void choose_engine(HandleState& h, Plan& plan, void* x, void* w, void* y, void* workspace,
+                   Stream stream) {
+  GraphPlan& g = *plan.graph;
+  const size_t best = fastest_candidate(g.engines.size(), stream, [&](size_t i) {
+    try {
+      run_graph_plan(h, g, x, w, y, workspace, i);
+      return true;
+    } catch (const CudnnFailure&) {
+      return false;  // this engine fails on these operands: not a candidate
+    }
+  });
+  if (capturing()) return;
+  if (best < g.engines.size()) {
+    GraphEngine fastest = std::move(g.engines[best]);
+    g.engines.clear();
+    g.engines.push_back(std::move(fastest));
+    plan.workspace = g.engines.front().workspace;
+  }
+  g.tuned = true;
 }
 
 }  // namespace
@@ -612,6 +667,9 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     if (plan.workspace > 0) workspace = device_storage(plan.workspace, device);
     void* ws = workspace ? workspace->data() : nullptr;
     if (plan.graph != nullptr) {
+      if (!plan.graph->tuned) {
+        choose_engine(h, plan, x.data_ptr(), w_data, y.data_ptr(), ws, current_stream(device));
+      }
       run_graph_plan(h, *plan.graph, x.data_ptr(), w_data, y.data_ptr(), ws);
       g_on_graph.fetch_add(1, std::memory_order_relaxed);
     } else {

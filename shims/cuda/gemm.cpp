@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shims/cuda/autotune.h"
 #include "shims/cuda/cublaslt_api.h"
 #include "shims/cuda/cuda_context.h"
 #include "shims/shim_internal.h"
@@ -25,9 +25,8 @@ namespace {
 // allocate behind the caching allocator's back; both use it in stream order.
 // 32 MiB is what torch gives cuBLAS on Hopper.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
-// How many algorithms cuBLASLt is asked for, and timed runs per candidate.
+// How many algorithms cuBLASLt is asked for (autotune.h times them).
 constexpr int kLtCandidates = 8;
-constexpr int kLtTimingRuns = 5;
 
 std::atomic<int64_t> g_on_lt{0};
 std::atomic<int64_t> g_on_cublas{0};
@@ -220,41 +219,6 @@ std::unique_ptr<LtPlan> make_lt_plan(void* handle, const LtShape& s, const uint3
   return plan;
 }
 
-bool autotune_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("SHIMKIT_CUBLASLT_AUTOTUNE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
-  return on;
-}
-
-// cuBLASLt's first guess can be several times slower than its runner-up for
-// small-batch shapes (on an H200, a 28 us kernel for [8, 256] x [256, 512]
-// where another takes 6 us), so each geometry's candidates are timed once,
-// on the real operands, and the fastest is kept. Only for products that do
-// not read their output (beta == 0): timing runs overwrite it.
-template <typename Run>
-void autotune(LtPlan& plan, Stream stream, Run&& run) {
-  const Runtime& rt = runtime();
-  double best = 0.0;
-  size_t best_index = 0;
-  for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    if (run(plan.candidates[i]) != 0) continue;  // warm-up; a failing one is skipped
-    if (rt.stream_synchronize(stream) != kSuccess) return;
-    const auto start = std::chrono::steady_clock::now();
-    bool ok = true;
-    for (int rep = 0; rep < kLtTimingRuns && ok; ++rep) ok = run(plan.candidates[i]) == 0;
-    if (!ok || rt.stream_synchronize(stream) != kSuccess) continue;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (best == 0.0 || seconds < best) {
-      best = seconds;
-      best_index = i;
-    }
-  }
-  plan.algo = plan.candidates[best_index];
-}
-
 // The product (batched if `s` is) on cuBLASLt, bias in its epilogue (of out's
 // data type). false: cuBLASLt unavailable or declining (nothing launched).
 bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const SlimTensor& b,
@@ -291,9 +255,12 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
                      out.data_ptr(), plan.c, out.data_ptr(), plan.c, &algo, ctx.workspace->data(),
                      kWorkspaceBytes, ctx.stream);
   };
-  if (!plan.tuned && beta == 0.0f && autotune_enabled()) {
-    autotune(plan, ctx.stream, run);
-    plan.tuned = true;
+  // Timing runs overwrite the output: only for products that do not read it.
+  if (!plan.tuned && beta == 0.0f && autotune_enabled("SHIMKIT_CUBLASLT_AUTOTUNE")) {
+    const size_t best = fastest_candidate(plan.candidates.size(), ctx.stream,
+                                          [&](size_t i) { return run(plan.candidates[i]) == 0; });
+    if (best < plan.candidates.size()) plan.algo = plan.candidates[best];
+    plan.tuned = !capturing();  // a capture's first use is tuned at the next eager one
   }
   return run(plan.algo) == 0;
 }

@@ -487,7 +487,7 @@ def conv_calls(s: Shims) -> dict[str, Any]:
     rng = np.random.default_rng(5)
     cuda_calls = ("malloc", "sync", "copy")
     cudnn_calls = ("heuristics", "exec_plans", "variant_packs", "executes", "forward",
-                   "add", "set_stream", "transform")  # fmt: skip
+                   "add", "set_stream", "transform", "slow_runs")  # fmt: skip
     args = [(I64 * 2)(*v) for v in ((1, 1), (1, 1), (1, 1), (0, 0))]
 
     def conv_once(x: Any, w: Any, b: Any) -> None:

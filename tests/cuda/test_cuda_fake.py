@@ -248,8 +248,13 @@ def test_cudnn_tf32_is_an_option_and_off_by_default(
 ) -> None:
     # torch's default math (TF32 in cuDNN convolutions) on request: the fake's tensor-core
     # engine (and legacy TF32 algorithm) rounds inputs to TF32, so results move by ~1e-3.
+    # Engines untimed: the fake's take equal time, so timing would pick either of them.
     for env in ({}, {"SHIMKIT_CUDNN_API": "legacy"}):
-        cases = conv_cases(scenario(cuda_libs, fakes, "conv", SHIMKIT_CUDNN_TF32="1", **env))
+        cases = conv_cases(
+            scenario(
+                cuda_libs, fakes, "conv", SHIMKIT_CUDNN_TF32="1", SHIMKIT_CUDNN_AUTOTUNE="0", **env
+            )
+        )
         for name, case in cases.items():
             assert case["cudnn_tf32_runs"] == 1, (env, name)
             assert 1e-4 < case["max_abs_diff"] < 5e-2, (env, name, case["max_abs_diff"])
@@ -270,6 +275,7 @@ def test_one_eager_convolution_is_one_cudnn_execute_once_planned(
         "plans_built": 0, "malloc": 0, "sync": 0, "copy": 0, "cudnn_heuristics": 0,
         "cudnn_exec_plans": 0, "cudnn_variant_packs": 0, "cudnn_executes": 5,
         "cudnn_forward": 0, "cudnn_add": 5, "cudnn_set_stream": 0, "cudnn_transform": 0,
+        "cudnn_slow_runs": 0,
     }  # fmt: skip
     # Control: the counters do see plan building; five new geometries build five plans.
     new = r["five_new_geometries"]
@@ -278,6 +284,28 @@ def test_one_eager_convolution_is_one_cudnn_execute_once_planned(
     legacy = scenario(cuda_libs, fakes, "conv_calls", SHIMKIT_CUDNN_API="legacy")["five_more"]
     assert (legacy["cudnn_forward"], legacy["cudnn_add"], legacy["plans_built"]) == (5, 5, 0)
     assert (legacy["cudnn_set_stream"], legacy["malloc"], legacy["sync"]) == (0, 0, 0)
+
+
+def test_cudnn_engines_are_timed_once_and_the_fastest_kept(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # The fake ranks a slow true-float32 engine (2 ms a run) before a fast one.
+    r = scenario(cuda_libs, fakes, "conv_calls", FAKE_CUDNN_SLOW_FIRST="1")
+    first = r["first"]
+    assert first["cudnn_exec_plans"] == 2  # both float32 engines planned (not the TF32 one)
+    assert first["cudnn_slow_runs"] == 1 + 5  # its warm-up and timed runs, then never again
+    assert first["sync"] == 4  # two per timed engine; none afterwards
+    more = r["five_more"]
+    assert (more["cudnn_slow_runs"], more["cudnn_executes"], more["sync"]) == (0, 5, 0)
+    for name, case in conv_cases(
+        scenario(cuda_libs, fakes, "conv", FAKE_CUDNN_SLOW_FIRST="1")
+    ).items():
+        assert case["max_abs_diff"] < 1e-4, name
+    # Negative control: untimed, cuDNN's first-ranked engine (the slow one) runs every call.
+    untimed = scenario(
+        cuda_libs, fakes, "conv_calls", FAKE_CUDNN_SLOW_FIRST="1", SHIMKIT_CUDNN_AUTOTUNE="0"
+    )
+    assert (untimed["first"]["cudnn_exec_plans"], untimed["five_more"]["cudnn_slow_runs"]) == (1, 5)
 
 
 def test_cudnn_layout_check_catches_a_misread_filter(

@@ -10,7 +10,9 @@
  * (numerical note TENSOR_CORE; it rounds its inputs to TF32, as a GPU would)
  * and needs no workspace; engine 1 is true float32 with a 2048-byte
  * workspace. Both decline (at plan finalization) a filter whose layout is not
- * the input's (NCHW or NHWC, dense).
+ * the input's (NCHW or NHWC, dense). FAKE_CUDNN_SLOW_FIRST=1 adds a third,
+ * ranked last: true float32 like engine 1, which then sleeps 2 ms per run
+ * (what the shims' timing of engines must see through).
  *
  * FAKE_CUDNN_IGNORE_FORMAT=1 reads every filter as dense NCHW (the negative
  * control for the shims' layout logic); FAKE_CUDNN_REFUSE=1 offers no algorithm and
@@ -20,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { OK = 0, BAD_PARAM = 2000, NOT_SUPPORTED = 3000 };
 enum { NCHW = 0, NHWC = 1 };
@@ -44,6 +47,7 @@ typedef struct {
 static long g_forward = 0, g_add = 0, g_plans = 0, g_set_stream = 0, g_transform = 0;
 static long g_heuristics = 0, g_exec_plans = 0, g_packs = 0, g_executes = 0, g_tf32_runs = 0;
 static long g_live = 0; /* backend descriptors not destroyed */
+static long g_slow_runs = 0;
 
 long fake_cudnn_counter(const char* name) {
   if (strcmp(name, "forward") == 0) return g_forward;
@@ -57,6 +61,7 @@ long fake_cudnn_counter(const char* name) {
   if (strcmp(name, "executes") == 0) return g_executes;
   if (strcmp(name, "tf32_runs") == 0) return g_tf32_runs;
   if (strcmp(name, "live_descriptors") == 0) return g_live;
+  if (strcmp(name, "slow_runs") == 0) return g_slow_runs;
   return -1;
 }
 
@@ -558,7 +563,8 @@ int cudnnBackendGetAttribute(void* const desc, int name, int type, int64_t reque
   Backend* b = (Backend*)desc;
   if (!b->finalized && b->type != B_ENGINE && b->type != B_ENGINECFG) return NOT_INITIALIZED;
   if (name == 202 && b->type == B_ENGINEHEUR && type == T_DESC) { /* heuristic results */
-    const int offered = env_on("FAKE_CUDNN_REFUSE") || env_on("FAKE_CUDNN_GRAPH_REFUSE") ? 0 : 2;
+    const int refuse = env_on("FAKE_CUDNN_REFUSE") || env_on("FAKE_CUDNN_GRAPH_REFUSE");
+    const int offered = refuse ? 0 : env_on("FAKE_CUDNN_SLOW_FIRST") ? 3 : 2;
     *count = requested == 0 ? offered : (requested < offered ? requested : offered);
     for (int64_t i = 0; requested > 0 && i < *count; ++i) {
       Backend* cfg = ((Backend**)out)[i];
@@ -583,7 +589,7 @@ int cudnnBackendGetAttribute(void* const desc, int name, int type, int64_t reque
     return OK;
   }
   if (name == 402 && b->type == B_PLAN && type == T_INT64 && requested == 1) {
-    *(int64_t*)out = b->cfg->engine == 1 ? GRAPH_WORKSPACE : 0;
+    *(int64_t*)out = b->cfg->engine >= 1 ? GRAPH_WORKSPACE : 0;
     *count = 1;
     return OK;
   }
@@ -619,6 +625,10 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   }
   ++g_executes;
   if (tensor_cores) ++g_tf32_runs;
+  if (plan->cfg->engine == 1 && env_on("FAKE_CUDNN_SLOW_FIRST")) {
+    ++g_slow_runs;
+    usleep(2000);
+  }
   Direct d;
   for (int i = 0; i < 4; ++i) {
     d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = wt->dims[i];
