@@ -32,9 +32,10 @@ def table(summary: dict[str, Any]) -> str:
     lines = [
         f"{summary.get('date_utc', '?')} UTC, {summary.get('gpu', '?')}, {summary.get('cpu', '?')}",
         "",
-        "| model | slim eager (fp32) | slim eager TF32 | slim replay | torch runner (TF32 conv) "
-        "| eager / torch | replay / torch | matches eager | replay checks |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| model | slim eager (fp32) | slim eager TF32 | slim replay (fp32) | slim replay TF32 "
+        "| torch runner (TF32 conv) | torch runner fp32 | eager / torch | eager TF32 / torch "
+        "| replay / torch | replay TF32 / torch | matches eager | replay checks |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for name, row in (summary.get("table") or {}).items():
         checks = (
@@ -44,11 +45,23 @@ def table(summary: dict[str, Any]) -> str:
             f"| {name} | {_cell(row.get('slim_eager_us'), ' us')} "
             f"| {_cell(row.get('slim_eager_tf32_us'), ' us')} "
             f"| {_cell(row.get('slim_replay_us'), ' us')} "
+            f"| {_cell(row.get('slim_replay_tf32_us'), ' us')} "
             f"| {_cell(row.get('torch_runner_us'), ' us')} "
-            f"| {_cell(row.get('eager_vs_torch'), 'x')} | {_cell(row.get('replay_vs_torch'), 'x')} "
+            f"| {_cell(row.get('torch_runner_float32_us'), ' us')} "
+            f"| {_cell(row.get('eager_vs_torch'), 'x')} "
+            f"| {_cell(row.get('eager_tf32_vs_torch'), 'x')} "
+            f"| {_cell(row.get('replay_vs_torch'), 'x')} "
+            f"| {_cell(row.get('replay_tf32_vs_torch'), 'x')} "
             f"| {row.get('slim_matches_eager')} | {checks} |"
         )
     lines += ["", f"targets: {json.dumps(summary.get('targets'))}"]
+    for key, profile in (summary.get("profiles") or {}).items():
+        if profile:
+            lines.append(
+                f"device time per run, {key}: {profile.get('kernel_us_per_run')} us in kernels "
+                f"({profile.get('kernels_per_run')} of them), {profile.get('device_us_per_run')} "
+                "us with copies"
+            )
     for name, row in (summary.get("table") or {}).items():
         problems = {k: row[k] for k in ("closure_error", "lint_error", "errors") if row.get(k)}
         if problems:

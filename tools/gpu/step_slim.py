@@ -6,7 +6,8 @@ No torch in this process: numpy, ctypes and the slim libraries, through the pack
   latency (median of five blocks, synchronised after every run, inputs on the GPU);
 - replay (CUDA graphs): runs 2-4 against the reference, new input values through the
   replay against an eager run of them (the captured buffers really refill), latency;
-- for models with convolutions, torch's default math: eager with TF32 allowed in cuDNN;
+- for models with convolutions, torch's default math: eager and replay with TF32
+  allowed in cuDNN;
 - which library ran every convolution (cuDNN graph API, legacy API, host) and GEMM.
 
     python3 step_slim.py BUILD_DIR BLOB_DIR OUT_JSON MODEL [--bench-only] [--controls]
@@ -204,6 +205,16 @@ def main() -> int:
         tf32.update(compare(tf32_model(*inputs), expected))
         tf32.update(timed(tf32_model, inputs))
         tf32_model.close()
+        save()
+        replay_tf32: dict[str, Any] = {"math": tf32["math"]}
+        report["replay_tf32"] = replay_tf32
+        tf32_graphs = load(rt, source, replay_tf32, graphs=True)
+        replay_tf32["runs_match"] = [
+            compare(tf32_graphs(*inputs), expected)["match"] for _ in range(3)
+        ]
+        replay_tf32.update(timed(tf32_graphs, inputs))
+        replay_tf32["graph_status_after"] = tf32_graphs.graph_status
+        tf32_graphs.close()
         rt.cudnn_tf32 = False
         save()
     model.close()
