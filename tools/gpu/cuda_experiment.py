@@ -11,10 +11,11 @@ with its math named. Stages: build the slim libraries while every model compiles
 parallel); then, one model at a time on a quiet machine, the slim step and torch's
 step; then the device time per run of ResNet-18 and BERT on both sides (torch's
 profiler), the convolution models with cuDNN's first-ranked engines untimed (for
-comparison), the per-call breakdown and the binding proof next to libtorch_cuda; last, budget permitting, a
-float16 conv net and a model of the ops beside attention. Every step runs in its own
-subprocess with a time limit, so a failing or crashing model never stops the others;
-steps that would start after --budget seconds (default 470) are skipped and listed.
+comparison), the per-call breakdown and the binding proof next to libtorch_cuda; last,
+budget permitting, a float16 conv net and a model of the ops beside attention. Every
+step runs in its own subprocess with a time limit, so a failing or crashing model never
+stops the others; steps that would start after --budget seconds (default 470) are
+skipped and listed.
 Logs: OUT_DIR/logs/<step>.log; results: OUT_DIR/<step>.json; OUT_DIR/summary.json
 collects them with a table per model. Needs python3 with a CUDA torch and numpy, g++,
 and the wheels in tools/gpu/wheels (starlark-pyo3), which are unpacked, not installed.

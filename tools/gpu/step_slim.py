@@ -33,9 +33,16 @@ from shimkit.runtime.cuda import CudaModel, CudaRuntime, CudaRuntimeError, cuda_
 BLOCK_SECONDS = 0.25  # each of the five timed blocks
 
 
-def compare(got: list[np.ndarray], expected: list[np.ndarray]) -> dict[str, object]:
-    """Match within 1e-4 of the reference's scale (fp32 sums in another order; 1e-2 for
-    float16 results)."""
+# TF32 keeps 10 mantissa bits: results move by ~1e-3 relative (torch's own runner with
+# its default TF32 convolutions is as far from the float32 reference).
+TF32_TOLERANCE = 5e-3
+
+
+def compare(
+    got: list[np.ndarray], expected: list[np.ndarray], tolerance: float | None = None
+) -> dict[str, object]:
+    """Match within `tolerance` (default 1e-4) of the reference's scale (fp32 sums in
+    another order; 1e-2 for float16 results)."""
     if len(got) != len(expected) or any(
         g.shape != e.shape for g, e in zip(got, expected, strict=True)
     ):
@@ -44,7 +51,8 @@ def compare(got: list[np.ndarray], expected: list[np.ndarray]) -> dict[str, obje
              for g, e in zip(got, expected, strict=True)]  # fmt: skip
     scale = max(1.0, *(float(np.max(np.abs(e))) for e in expected if e.size))
     # float16 results carry ~3 decimal digits: compare at that precision.
-    tolerance = 1e-2 if any(e.dtype == np.float16 for e in expected) else 1e-4
+    if tolerance is None:
+        tolerance = 1e-2 if any(e.dtype == np.float16 for e in expected) else 1e-4
     return {"match": max(diffs) <= tolerance * scale, "max_abs_diff": max(diffs), "scale": scale}
 
 
@@ -202,7 +210,7 @@ def main() -> int:
         }
         report["eager_tf32"] = tf32
         tf32_model = load(rt, source, tf32, graphs=False)
-        tf32.update(compare(tf32_model(*inputs), expected))
+        tf32.update(compare(tf32_model(*inputs), expected, TF32_TOLERANCE))
         tf32.update(timed(tf32_model, inputs))
         tf32_model.close()
         save()
@@ -210,7 +218,7 @@ def main() -> int:
         report["replay_tf32"] = replay_tf32
         tf32_graphs = load(rt, source, replay_tf32, graphs=True)
         replay_tf32["runs_match"] = [
-            compare(tf32_graphs(*inputs), expected)["match"] for _ in range(3)
+            compare(tf32_graphs(*inputs), expected, TF32_TOLERANCE)["match"] for _ in range(3)
         ]
         replay_tf32.update(timed(tf32_graphs, inputs))
         replay_tf32["graph_status_after"] = tf32_graphs.graph_status
