@@ -92,8 +92,11 @@ def test_shimkit_run_picks_cuda_for_a_cuda_blob(
     env = with_fakes(cuda_libs, fakes)
     argv = [str(fake_blob), "--input", str(tmp_path / "x.npy")]
     done = shimkit("run", *argv, "--save-dir", str(tmp_path / "out"), "--format", "json", env=env)
-    assert result(done)["device"] == "cuda:0"
+    assert (result(done)["device"], result(done)["math"]) == ("cuda:0", "float32")
     np.testing.assert_allclose(np.load(tmp_path / "out" / "out0.npy"), x @ x, atol=1e-5)
+    # torch's default math on request: the library reports TF32 convolutions allowed.
+    tf32 = shimkit("run", *argv, "--tf32", "--format", "json", env=env)
+    assert result(tf32)["math"] == "TF32 convolutions"
     timed = shimkit("run", *argv, "--graphs", "--repeat", "3", "--device", "cuda:0", env=env)
     assert timed.returncode == 0 and "latency:" in timed.stdout, timed.stderr
     # Control: forced onto the (checkout-built) CPU runtime, the CUDA blob is refused in one
@@ -103,6 +106,11 @@ def test_shimkit_run_picks_cuda_for_a_cuda_blob(
     assert (
         cpu.stderr.strip()
         == f"shimkit: error: {fake_blob}: built for CUDA; load it with device='cuda'"
+    )
+    cpu_tf32 = shimkit("run", *argv, "--device", "cpu", "--tf32", env=fake_env(fakes))
+    assert (
+        cpu_tf32.stderr.strip()
+        == f"shimkit: error: {fake_blob}: --tf32 is for CUDA (this runs on cpu)"
     )
 
 

@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="CUDA only: replay each run as a CUDA graph (after an eager warm-up run)",
     )
+    parser.add_argument(
+        "--tf32",
+        action="store_true",
+        help="CUDA only: allow TF32 in cuDNN convolutions, torch's default math "
+        "(default: true float32 everywhere; matmuls stay float32 either way)",
+    )
     parser.add_argument("--no-lint", action="store_true", help="skip the in-process linter")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -91,6 +97,15 @@ def run(args: argparse.Namespace) -> int:
     from shimkit.runtime import blob_device, load
 
     device = blob_device(args.blob) if args.device == "auto" else args.device
+    math = None
+    if device.startswith("cuda"):
+        from shimkit.runtime.cuda import cuda_runtime
+
+        runtime = cuda_runtime()
+        runtime.cudnn_tf32 = args.tf32  # process-wide: this process runs one model
+        math = "TF32 convolutions" if runtime.cudnn_tf32 else "float32"
+    elif args.tf32:
+        raise ShimkitError(f"{args.blob}: --tf32 is for CUDA (this runs on {device})")
     model = load(args.blob, device=device, graphs=args.graphs, lint=not args.no_lint, config=config)
     with model:
         if args.zeros:
@@ -115,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "blob": str(args.blob),
                     "device": model.device,
+                    "math": math,
                     "outputs": [{"dtype": o.dtype.name, "shape": list(o.shape)} for o in outputs],
                     "latency_us": latency_us,
                 },
