@@ -304,7 +304,8 @@ class Recommender(nn.Module):
         u = self.user(user)  # [B, d]
         logits = self.score(h * u)  # [B, items]
         # Popularity: count each item of the history (index_add of per-sample weights).
-        pop = torch.zeros(logits.shape[1], dtype=logits.dtype).index_add(0, history, weights)
+        pop = torch.zeros(logits.shape[1], dtype=logits.dtype, device=logits.device)
+        pop = pop.index_add(0, history, weights)
         logits = logits + pop
         ranked, order = torch.sort(logits, dim=1, descending=True)
         best = torch.argmax(logits, dim=1)

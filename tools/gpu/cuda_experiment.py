@@ -24,6 +24,7 @@ and the wheels in tools/gpu/wheels (starlark-pyo3), which are unpacked, not inst
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import glob
 import importlib.util
@@ -205,6 +206,31 @@ def model_table(exp: Experiment, models: list[str]) -> dict[str, dict[str, objec
     return table
 
 
+def zoo_models() -> list[str]:
+    """The CPU test suite's model names (tests/models/zoo.py's SUITE), read without torch."""
+
+    source = (ROOT / "tests" / "models" / "zoo.py").read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "ZOO":
+            names = [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+            return names[: names.index("resnet18")]
+    raise SystemExit("tests/models/zoo.py: no ZOO table")
+
+
+def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
+    result = exp.result(f"zoo_{name}") or {}
+    return {
+        "match": result.get("match"),
+        "runs": [
+            (r.get("input_shapes"), r.get("match"), r.get("max_rel_diff"))
+            for r in result.get("runs", [])
+        ],
+        "attention_calls_in_math_form": result.get("attention_calls_in_math_form"),
+        "closure_error": result.get("closure_error"),
+        "step": exp.steps.get(f"zoo_{name}"),
+    }
+
+
 def targets(table: dict[str, dict[str, object]]) -> dict[str, object]:
     """Issue 11's CUDA targets, as measured in this run."""
     eager = {m: table[m]["eager_vs_torch"] for m in CONV_MODELS if m in table}
@@ -228,6 +254,11 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=470.0, help="seconds (default 470)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--reuse-blobs", type=Path, help="MODEL.so + MODEL.npz of an earlier run")
+    parser.add_argument(
+        "--zoo",
+        action="store_true",
+        help="also compile and run the CPU test suite's models (tests/models/zoo.py) on CUDA",
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -274,6 +305,12 @@ def main() -> int:
             continue
         jobs[f"compile_{name}"] = (
             [py, str(GPU / "step_compile.py"), name, str(blobs)],
+            compile_env,
+        )
+    zoo = zoo_models() if args.zoo else []
+    for name in zoo:  # correctness only: they may share the machine with the compiles
+        jobs[f"zoo_{name}"] = (
+            [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"), name, str(blobs)],
             compile_env,
         )
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -333,9 +370,11 @@ def main() -> int:
         if name in models
     }
     summary["controls"] = get(exp.result("slim_mlp"), "controls")
+    summary["zoo"] = {name: zoo_row(exp, name) for name in zoo}
     summary["cudnn_check"] = exp.steps.get("cudnn_check")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps({"table": summary["table"], "targets": summary["targets"]}, indent=1))
+    print(json.dumps({"table": summary["table"], "targets": summary["targets"],
+                      "zoo": summary["zoo"]}, indent=1))  # fmt: skip
     return 0
 
 

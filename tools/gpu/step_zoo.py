@@ -1,0 +1,110 @@
+"""GPU experiment step: one model of the CPU test suite's zoo (tests/models/zoo.py) on CUDA.
+
+The families the CPU suite compiles and runs in `make test` (ResNet-style, inverted
+residual, U-Net, transformer encoder, decoder-only GPT with causal SDPA and GQA, SDPA with
+masks, LSTM/biLSTM/GRU, embedding-bag recommender, index/scan/search ops, float16/bfloat16,
+dynamic batch), here moved to the GPU: exported on CUDA with the zoo's dynamic shapes,
+compiled the way `shimkit compile --device cuda` does (attention in math form, kernels
+embedded, checked against the slim CUDA shims), run on the slim CUDA runtime for every
+input set the zoo gives (the dynamic MLP: batch 4, 2 and 200) and compared with float32
+eager on the GPU (1e-4 of scale; float16/bfloat16 results 1e-2; integers exactly).
+
+    SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def to_device(value: Any, device: str) -> Any:
+    import torch
+
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def compare(got: list[np.ndarray], expected: list[Any]) -> dict[str, object]:
+    refs = [e.detach().cpu() for e in expected]
+    if len(got) != len(refs) or any(
+        g.shape != tuple(r.shape) for g, r in zip(got, refs, strict=True)
+    ):
+        return {"match": False, "shapes": [list(g.shape) for g in got]}
+    worst, match = 0.0, True
+    for g, r in zip(got, refs, strict=True):
+        if not r.is_floating_point():
+            match = match and bool(np.array_equal(g, r.numpy()))
+            continue
+        ref = r.double().numpy()
+        scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
+        diff = float(np.max(np.abs(g.astype(np.float64) - ref))) if ref.size else 0.0
+        tolerance = 1e-2 if r.element_size() == 2 else 1e-4
+        worst = max(worst, diff / scale)
+        match = match and diff <= tolerance * scale
+    return {"match": match, "max_rel_diff": worst}
+
+
+def main() -> int:
+    faulthandler.enable()
+    out, name, work = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    import shimkit.runtime
+    import torch
+    from shimkit.aot.attention import decompose_attention
+    from shimkit.aot.compile import compile_exported
+    from shimkit.errors import ShimkitError
+
+    from tests.models.zoo import ZOO
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    report: dict[str, Any] = {"model": name}
+
+    def save() -> None:
+        out.write_text(json.dumps(report, indent=1))
+
+    zoo = ZOO[name]()
+    model = zoo.model.to("cuda").eval()
+    input_sets = [zoo.inputs, *zoo.more_inputs]
+    input_sets = [tuple(to_device(v, "cuda") for v in inputs) for inputs in input_sets]
+    start = time.perf_counter()
+    exported = torch.export.export(model, input_sets[0], dynamic_shapes=zoo.dynamic_shapes)
+    exported, report["attention_calls_in_math_form"] = decompose_attention(torch, exported)
+    pt2 = work / f"zoo_{name}.pt2"
+    try:
+        compile_exported(exported, pt2, force=True, label=name, show_progress=False,
+                         target="slim-cuda", device="cuda")  # fmt: skip
+    except ShimkitError as exc:
+        report["closure_error"] = str(exc)
+        save()
+        return 1
+    report["compile_seconds"] = round(time.perf_counter() - start, 1)
+    save()
+    slim = shimkit.runtime.load(pt2, device="cuda")
+    report["runs"] = []
+    with torch.no_grad():
+        for inputs in input_sets:
+            expected = model(*inputs)
+            expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+            got = slim(*inputs)
+            report["runs"].append(
+                {"input_shapes": [list(v.shape) for v in inputs], **compare(got, expected)}
+            )
+            save()
+    slim.close()
+    report["match"] = all(r["match"] for r in report["runs"])
+    save()
+    print(json.dumps(report))
+    return 0 if report["match"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
