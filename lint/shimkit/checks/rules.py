@@ -61,6 +61,8 @@ def _foreign_prefix(name: str, context: LintContext) -> str | None:
     known = context.known_shims
     if known is None or config.is_prefixed_family(name):
         return None
+    if not any(map(name.__contains__, config.families)):
+        return None  # most names of a blob: no family anywhere in them
     prefix = shim_prefix(name, config.families, known)
     return prefix or None
 
