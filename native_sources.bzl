@@ -131,6 +131,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/cudnn_conv.cpp",
             "shims/cuda/gemm.cpp",
             "shims/cuda/shim_cuda_device.cpp",
+            "shims/cuda/shim_host_ops_cuda.cpp",
             "shims/cuda/shim_ops_cuda.cpp",
         ],
         "headers": SHIM_CORE_HEADERS + [
@@ -141,6 +142,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/cudnn_api.h",
             "shims/cuda/cudnn_conv.h",
             "shims/cuda/gemm.h",
+            "shims/cuda/host_fallback.h",
         ],
         "exported_headers": [
             "shims/aoti_shim_abi.h",

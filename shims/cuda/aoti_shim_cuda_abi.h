@@ -68,6 +68,24 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self,
                                                           int64_t dim, int32_t descending,
                                                           AtenTensorHandle* ret0,
                                                           AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
+    int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,
+    int32_t include_last_offset, int64_t padding_idx, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
+    int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,
+    int32_t include_last_offset, int64_t padding_idx, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim,
+                                                           AtenTensorHandle index,
+                                                           AtenTensorHandle source,
+                                                           const char* reduce, int32_t include_self,
+                                                           AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(
+    AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
+    AtenTensorHandle src, const char* reduce, int32_t include_self);
 
 // Not torch's ABI (no shim-family name): CUDA availability for hosts and
 // tests. Returns the number of devices, or -1 when CUDA is unusable; then

@@ -1,10 +1,10 @@
 // Slim CUDA shims, part 2: the CUDA fallback ops. mm/addmm/bmm (float32,
 // float16, bfloat16) run on the device through cuBLAS(Lt) (dlopen'd), and
 // convolution through cuDNN (cudnn_conv.h) when present; other dtypes and
-// layouts cuBLAS or cuDNN cannot take, transposed convolution, topk and sort
-// run on the host through the CPU shims, with the results uploaded in the
+// layouts cuBLAS or cuDNN cannot take and transposed convolution run on the
+// host through the CPU shims (host_fallback.h), with the results in the
 // geometry the CPU op chose (ATen's memory-format rules, channels_last
-// included).
+// included). Ops with no device kernel at all: shim_host_ops_cuda.cpp.
 #include <algorithm>
 #include <initializer_list>
 #include <memory>
@@ -18,6 +18,7 @@
 #include "shims/cuda/cudnn_api.h"
 #include "shims/cuda/cudnn_conv.h"
 #include "shims/cuda/gemm.h"
+#include "shims/cuda/host_fallback.h"
 #include "shims/shim_internal.h"
 
 // Like SHIMKIT_GUARD, for bodies with top-level commas.
@@ -29,6 +30,8 @@ using shimkit::check_out;
 using shimkit::ShimError;
 using shimkit::SlimTensor;
 using shimkit::to_handle;
+using shimkit::cuda::borrow_handle;
+using shimkit::cuda::on_host_into;
 
 namespace {
 
@@ -53,54 +56,6 @@ void require_same_device(const SlimTensor& a, const SlimTensor& b, const char* w
 
 void require_matrix(const SlimTensor& t, const char* what) {
   if (t.dim() != 2) throw ShimError(std::string(what) + " must be a matrix");
-}
-
-// Runs a CPU shim on host mirrors of device tensors and copies the written
-// `out` back: the correct, slow path.
-template <typename F>
-void on_host_into(const SlimTensor& out, std::vector<const SlimTensor*> inputs, F&& cpu_op) {
-  SlimTensor hout = cu::host_mirror(out);
-  std::vector<SlimTensor> mirrors;
-  mirrors.reserve(inputs.size());
-  for (const SlimTensor* t : inputs) mirrors.push_back(cu::host_mirror(*t));
-  if (cpu_op(hout, mirrors) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
-  shimkit::copy_tensor(out, hout);
-}
-
-AtenTensorHandle borrow_handle(SlimTensor& t) { return reinterpret_cast<AtenTensorHandle>(&t); }
-
-// Owns a handle a CPU shim returned.
-struct HandleOwner {
-  AtenTensorHandle h = nullptr;
-  ~HandleOwner() {
-    if (h != nullptr) aoti_torch_delete_tensor_object(h);
-  }
-};
-
-// Uploads a CPU shim's result to `device_index` as a new handle.
-AtenTensorHandle upload_result(AtenTensorHandle host_result, int32_t device_index) {
-  return to_handle(cu::upload(as_tensor(host_result), device_index));
-}
-
-// A (values, indices) op run by its CPU shim on a host mirror of `self`,
-// both results uploaded to self's device (topk, sort).
-template <typename CpuOp>
-void values_and_indices_on_host(AtenTensorHandle self, const char* what, AtenTensorHandle* ret0,
-                                AtenTensorHandle* ret1, CpuOp&& cpu_op) {
-  check_out(ret0);
-  check_out(ret1);
-  const SlimTensor& x = as_tensor(self);
-  if (!cu::is_cuda(x)) throw ShimError(std::string(what) + ": tensor is not on a CUDA device");
-  SlimTensor hx = cu::host_mirror(x);
-  HandleOwner values, indices;
-  if (cpu_op(borrow_handle(hx), &values, &indices) != AOTI_TORCH_SUCCESS) {
-    throw ShimError(shimkit_shim_last_error());
-  }
-  HandleOwner device_values;
-  device_values.h = upload_result(values.h, x.device_index());
-  *ret1 = upload_result(indices.h, x.device_index());
-  *ret0 = device_values.h;
-  device_values.h = nullptr;
 }
 
 }  // namespace
@@ -230,22 +185,14 @@ AOTITorchError aoti_torch_cuda_convolution(
       }
     }
     // The host path: correct for every layout, slow (two copies, CPU maths).
-    SlimTensor hx = cu::host_mirror(x);
-    SlimTensor hw = cu::host_mirror(w);
-    SlimTensor hb;
-    AtenTensorHandle hb_handle = nullptr;
-    if (b != nullptr) {
-      hb = cu::host_mirror(*b);
-      hb_handle = borrow_handle(hb);
-    }
-    HandleOwner result;
-    if (aoti_torch_cpu_convolution(
-            borrow_handle(hx), borrow_handle(hw), hb_handle != nullptr ? &hb_handle : nullptr,
-            stride, stride_len_, padding, padding_len_, dilation, dilation_len_, transposed,
-            output_padding, output_padding_len_, groups, &result.h) != AOTI_TORCH_SUCCESS) {
-      throw ShimError(shimkit_shim_last_error());
-    }
-    *ret0 = upload_result(result.h, x.device_index());
+    cu::HostMirrors host;
+    AtenTensorHandle host_bias = b != nullptr ? host(*bias) : nullptr;
+    cu::results_on_host<1>(x.device_index(), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_convolution(
+          host(input), host(weight), host_bias != nullptr ? &host_bias : nullptr, stride,
+          stride_len_, padding, padding_len_, dilation, dilation_len_, transposed, output_padding,
+          output_padding_len_, groups, &out[0].h);
+    });
     cu::count_conv(false, why);
   });
 }
@@ -279,28 +226,6 @@ const char* shimkit_cuda_cudnn_info(void) {
                 : "unavailable: " + d.error;
   }();
   return info.c_str();
-}
-
-AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
-                                    int32_t sorted, AtenTensorHandle* ret0,
-                                    AtenTensorHandle* ret1) {
-  return SHIMKIT_CUDA_GUARD({
-    values_and_indices_on_host(
-        self, "topk", ret0, ret1, [&](AtenTensorHandle hx, HandleOwner* v, HandleOwner* i) {
-          return aoti_torch_cpu_topk(hx, k, dim, largest, sorted, &v->h, &i->h);
-        });
-  });
-}
-
-AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
-                                           int32_t descending, AtenTensorHandle* ret0,
-                                           AtenTensorHandle* ret1) {
-  return SHIMKIT_CUDA_GUARD({
-    values_and_indices_on_host(
-        self, "sort", ret0, ret1, [&](AtenTensorHandle hx, HandleOwner* v, HandleOwner* i) {
-          return aoti_torch_cpu_sort_stable(hx, stable, dim, descending, &v->h, &i->h);
-        });
-  });
 }
 
 }  // extern "C"

@@ -19,6 +19,7 @@ from shimkit.config import load_config
 I64 = ctypes.c_int64
 I32 = ctypes.c_int32
 F32 = 6
+I64_CODE = 4
 CPU, CUDA = 0, 1
 
 
@@ -373,6 +374,38 @@ def fallbacks(s: Shims) -> dict[str, Any]:
     s.call("aoti_torch_cuda_topk", s.device(v), I64(4), I64(1), I32(1), I32(1),
            ctypes.byref(values), ctypes.byref(indices))  # fmt: skip
     r["topk_diff"] = float(np.abs(s.numpy(values) - -np.sort(-v, axis=1)[:, :4]).max())
+    # Ops with no device kernel: the same shim on CUDA tensors and on the CPU, equal results.
+    table = rng.standard_normal((6, 4), dtype=np.float32)
+    ids = np.array([0, 2, 2, 5, 1, 3, 4], dtype=np.int64)
+    offsets = np.array([0, 3, 5], dtype=np.int64)
+    source = rng.standard_normal((4, 3), dtype=np.float32)
+    rows = np.array([1, 0, 1, 2], dtype=np.int64)
+    scatter_index = np.array([[0, 1, 0], [2, 0, 1]], dtype=np.int64)
+    scatter_src = rng.standard_normal((2, 3), dtype=np.float32)
+    base = rng.standard_normal((3, 3), dtype=np.float32)
+    results: dict[str, list[np.ndarray]] = {}
+    for dev, make in (("cpu", s.host), ("cuda", s.device)):
+        outs = [ctypes.c_void_p() for _ in range(4)]
+        s.call(f"aoti_torch_{dev}__embedding_bag", make(table), make(ids, dtype=I64_CODE),
+               make(offsets, dtype=I64_CODE), I32(0), I64(0), I32(0), None, I32(0), I64(-1),
+               *[ctypes.byref(o) for o in outs])  # fmt: skip
+        reduced = ctypes.c_void_p()
+        s.call(f"aoti_torch_{dev}_index_reduce", make(base), I64(0), make(rows, dtype=I64_CODE),
+               make(source[:, :3].copy()), b"amax", I32(1), ctypes.byref(reduced))  # fmt: skip
+        scattered = make(np.zeros((3, 3), dtype=np.float32))
+        s.call(f"aoti_torch_{dev}_scatter_reduce_two_out", scattered, make(base), I64(0),
+               make(scatter_index, dtype=I64_CODE), make(scatter_src), b"sum", I32(1))  # fmt: skip
+        device = I32()
+        s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
+        r[f"embedding_bag_{dev}_device"] = device.value
+        results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered)]
+    r["host_ops_equal"] = [
+        bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)
+    ]
+    r["embedding_bag_sums"] = bool(
+        np.allclose(results["cpu"][0], [table[ids[a:b]].sum(0) for a, b in
+                                        zip(offsets, [*offsets[1:], len(ids)], strict=True)])
+    )  # fmt: skip
     return r
 
 

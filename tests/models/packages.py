@@ -29,6 +29,7 @@ class Package:
     more_inputs: list[tuple[Any, ...]]
     model: Any
     weight_bytes: int
+    rtol: float  # the zoo's tolerance for this model's float outputs
 
 
 def _digest(exported: Any, options: dict[str, Any]) -> str:
@@ -87,4 +88,5 @@ def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Pa
         zoo.more_inputs,
         zoo.model,
         weights,
+        zoo.rtol,
     )

@@ -24,9 +24,8 @@ from tests.models.zoo import SUITE
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:index_reduce")]
 
+# The float32 models' tolerance (each zoo model carries its own: ZooModel.rtol).
 RTOL = 1e-4
-# Outputs computed in bfloat16/float16 are compared at those types' precision.
-REDUCED_RTOL = {"reduced_precision": 2e-2}
 
 # The fallback shims (unprefixed names) each family's blob must import.
 FAMILY_SHIMS = {
@@ -107,10 +106,9 @@ def test_family_matches_eager_next_to_libtorch(packages: Any, name: str) -> None
 
     assert "torch" in sys.modules  # the same process as torch, libtorch in global scope
     package = packages(name)
-    rtol = REDUCED_RTOL.get(name, RTOL)
     with rt.load(package.prefixed) as model:
         for inputs in [package.inputs, *package.more_inputs]:
-            run_and_compare(model, package.model, inputs, rtol)
+            run_and_compare(model, package.model, inputs, package.rtol)
 
 
 def test_dynamic_batch_serves_other_sizes_and_refuses_out_of_range(packages: Any) -> None:

@@ -23,6 +23,8 @@ class ZooModel:
     dynamic_shapes: Any = None
     # Further inputs the same blob must serve (other dynamic sizes).
     more_inputs: list[tuple[Any, ...]] = field(default_factory=list)
+    # Float outputs must match eager within rtol x the largest magnitude of the output.
+    rtol: float = 1e-4
 
 
 def _seeded(seed: int) -> torch.Generator:
@@ -454,7 +456,8 @@ def _index_ops() -> ZooModel:
 
 def _reduced_precision() -> ZooModel:
     _seeded(14)
-    return ZooModel(ReducedPrecision().eval(), (_randn(3, 16), _randn(2, 3, 8, 8)))
+    # bfloat16 and float16 inside: ~3 significant digits.
+    return ZooModel(ReducedPrecision().eval(), (_randn(3, 16), _randn(2, 3, 8, 8)), rtol=2e-2)
 
 
 # Full-size models for bench/bench_models.py (not compiled by the test suite).

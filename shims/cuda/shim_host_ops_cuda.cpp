@@ -1,0 +1,103 @@
+// Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
+// topk, embedding_bag, index_reduce, scatter_reduce), run by their CPU shims
+// on host mirrors of the device tensors (host_fallback.h). Inductor turns
+// most index, scan and search ops of a CUDA model into Triton kernels; these
+// are the ones it leaves to ATen.
+#include <array>
+
+#include "shims/cuda/aoti_shim_cuda_abi.h"
+#include "shims/cuda/host_fallback.h"
+#include "shims/shim_internal.h"
+
+// Like SHIMKIT_GUARD, for bodies with top-level commas.
+#define SHIMKIT_CUDA_GUARD(...) ::shimkit::guard(__func__, [&]() __VA_ARGS__)
+
+namespace cu = shimkit::cuda;
+using shimkit::as_tensor;
+using shimkit::SlimTensor;
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                    int32_t sorted, AtenTensorHandle* ret0,
+                                    AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "topk"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_topk(host(self), k, dim, largest, sorted, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                           int32_t descending, AtenTensorHandle* ret0,
+                                           AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "sort"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_sort_stable(host(self), stable, dim, descending, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__embedding_bag(AtenTensorHandle weight, AtenTensorHandle indices,
+                                              AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+                                              int64_t mode, int32_t sparse,
+                                              AtenTensorHandle* per_sample_weights,
+                                              int32_t include_last_offset, int64_t padding_idx,
+                                              AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                              AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    AtenTensorHandle host_weights = per_sample_weights ? host(*per_sample_weights) : nullptr;
+    cu::results_on_host<4>(
+        cu::cuda_device_of(weight, "embedding_bag"), {ret0, ret1, ret2, ret3}, [&](auto& out) {
+          return aoti_torch_cpu__embedding_bag(
+              host(weight), host(indices), host(offsets), scale_grad_by_freq, mode, sparse,
+              per_sample_weights ? &host_weights : nullptr, include_last_offset, padding_idx,
+              &out[0].h, &out[1].h, &out[2].h, &out[3].h);
+        });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
+    int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,
+    int32_t include_last_offset, int64_t padding_idx, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
+  return aoti_torch_cuda__embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+                                        per_sample_weights, include_last_offset, padding_idx, ret0,
+                                        ret1, ret2, ret3);
+}
+
+AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim,
+                                            AtenTensorHandle index, AtenTensorHandle source,
+                                            const char* reduce, int32_t include_self,
+                                            AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "index_reduce"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_index_reduce(host(self), dim, host(index), host(source), reduce,
+                                         include_self, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                      int64_t dim, AtenTensorHandle index,
+                                                      AtenTensorHandle src, const char* reduce,
+                                                      int32_t include_self) {
+  return SHIMKIT_CUDA_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    cu::cuda_device_of(out, "scatter_reduce");
+    cu::on_host_into(o, {&as_tensor(self), &as_tensor(index), &as_tensor(src)},
+                     [&](SlimTensor& ho, std::vector<SlimTensor>& in) {
+                       return aoti_torch_cpu_scatter_reduce_two_out(
+                           cu::borrow_handle(ho), cu::borrow_handle(in[0]), dim,
+                           cu::borrow_handle(in[1]), cu::borrow_handle(in[2]), reduce,
+                           include_self);
+                     });
+  });
+}
+
+}  // extern "C"
