@@ -256,8 +256,11 @@ def main() -> int:
     parser.add_argument("--reuse-blobs", type=Path, help="MODEL.so + MODEL.npz of an earlier run")
     parser.add_argument(
         "--zoo",
-        action="store_true",
-        help="also compile and run the CPU test suite's models (tests/models/zoo.py) on CUDA",
+        nargs="?",
+        const="all",
+        metavar="a,b,...",
+        help="also compile and run the CPU test suite's models (tests/models/zoo.py) on CUDA: "
+        "all of them, or those named",
     )
     args = parser.parse_args()
     out = args.out.resolve()
@@ -307,7 +310,7 @@ def main() -> int:
             [py, str(GPU / "step_compile.py"), name, str(blobs)],
             compile_env,
         )
-    zoo = zoo_models() if args.zoo else []
+    zoo = zoo_models() if args.zoo == "all" else [m for m in (args.zoo or "").split(",") if m]
     for name in zoo:  # correctness only: they may share the machine with the compiles
         jobs[f"zoo_{name}"] = (
             [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"), name, str(blobs)],
