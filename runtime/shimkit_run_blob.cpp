@@ -1,11 +1,15 @@
 // shimkit-run-blob: the smallest process that runs a blob on the slim runtime
 // (no Python, no libtorch). Used to measure cold load and peak RSS.
 //
-//   shimkit-run-blob BLOB.so RUNS SPEC...     SPEC = f32:4x16 | f64:2x3 | i64:7 ...
+//   shimkit-run-blob [--bytes] BLOB.so RUNS SPEC...   SPEC = f32:4x16 | f64:2x3 | i64:7 ...
 //
+// The blob is loaded from its file (shimkit_model_load_file), or with --bytes
+// read into this process's memory and loaded from there (shimkit_model_load),
+// as a host that holds its blob in memory does; that copy stays for the run.
 // Inputs are zero-filled. Prints one JSON line: load_ms, first_run_ms,
 // us_per_run (over RUNS further runs), max_rss_kb, and "memory": what the
-// process held after the load, after the first run and at the end (phases).
+// process held before the load, after it, after the first run and at the end
+// (phases).
 // Each phase gives the peak RSS so far (VmHWM), the RSS split into anonymous,
 // file-backed and shared-memory pages, and memfd_kb: every page of the memory
 // files this process maps (the blob's), resident or not; a memory file's pages
@@ -175,8 +179,13 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool from_bytes = argc > 1 && std::strcmp(argv[1], "--bytes") == 0;
+  if (from_bytes) {
+    --argc;
+    ++argv;
+  }
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s BLOB.so RUNS [f32:4x16 ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--bytes] BLOB.so RUNS [f32:4x16 ...]\n", argv[0]);
     return 2;
   }
   const long runs = std::strtol(argv[2], nullptr, 10);
@@ -189,14 +198,32 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::vector<std::string> phases{memory_phase("start")};
   auto start = std::chrono::steady_clock::now();
   shimkit_model* model = nullptr;
-  if (shimkit_model_load_file(argv[1], &model) != SHIMKIT_OK) {
+  std::vector<char> bytes;
+  if (from_bytes) {
+    FILE* f = std::fopen(argv[1], "rb");
+    char chunk[1 << 16];
+    size_t got = 0;
+    while (f != nullptr && (got = std::fread(chunk, 1, sizeof chunk, f)) > 0) {
+      bytes.insert(bytes.end(), chunk, chunk + got);
+    }
+    if (f == nullptr || std::ferror(f) != 0) {
+      std::fprintf(stderr, "%s: cannot read\n", argv[1]);
+      if (f != nullptr) std::fclose(f);
+      return 1;
+    }
+    std::fclose(f);
+  }
+  const int loaded = from_bytes ? shimkit_model_load(bytes.data(), bytes.size(), &model)
+                                : shimkit_model_load_file(argv[1], &model);
+  if (loaded != SHIMKIT_OK) {
     std::fprintf(stderr, "%s\n", shimkit_last_error());
     return 1;
   }
   const double load_ms = ms_since(start);
-  std::vector<std::string> phases{memory_phase("load")};
+  phases.push_back(memory_phase("load"));
   std::vector<shimkit_tensor> outputs(shimkit_model_num_outputs(model));
   start = std::chrono::steady_clock::now();
   if (shimkit_model_run(model, inputs.data(), inputs.size(), outputs.data(), outputs.size()) !=
