@@ -205,14 +205,15 @@ int stage_file(const char* path, const VetPolicy& policy, TempBlobFile* file, El
   if (fd < 0) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot open: " + strerror(errno));
   struct stat st{};
   std::string error;
-  const bool copied = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                      file->copy(fd, static_cast<size_t>(st.st_size), &error);
-  const int saved = errno;
-  ::close(fd);
-  if (!copied) {
-    return fail(SHIMKIT_E_IO,
-                std::string(path) + ": cannot read: " + (error.empty() ? strerror(saved) : error));
+  if (fstat(fd, &st) != 0) {
+    error = strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+  } else {
+    if (!file->copy(fd, static_cast<size_t>(st.st_size), &error) && error.empty()) error = "?";
   }
+  ::close(fd);
+  if (!error.empty()) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot read: " + error);
   const size_t size = static_cast<size_t>(st.st_size);
   const ReadOnlyMap view(file->fd(), size);
   if (size > 0 && view.data() == nullptr) {

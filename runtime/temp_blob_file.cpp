@@ -86,7 +86,7 @@ bool write_all(int fd, const char* p, size_t left) {
 
 // Copies `left` bytes from the start of `from` to `fd` in the kernel
 // (sendfile), or through a small buffer where sendfile cannot: never a copy
-// of the whole file in this process. errno EIO when `from` ends early.
+// of the whole file in this process. errno ENODATA when `from` ends early.
 bool copy_all(int fd, int from, size_t left) {
   off_t offset = 0;
   while (left > 0) {
@@ -95,7 +95,7 @@ bool copy_all(int fd, int from, size_t left) {
     if (w < 0 && (errno == EINVAL || errno == ENOSYS) && offset == 0) break;
     if (w < 0) return false;
     if (w == 0) {
-      errno = EIO;  // shorter than it was
+      errno = ENODATA;  // shorter than it was
       return false;
     }
     left -= static_cast<size_t>(w);
@@ -105,7 +105,7 @@ bool copy_all(int fd, int from, size_t left) {
     const ssize_t r = ::pread(from, buffer.data(), std::min(buffer.size(), left), offset);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      if (r == 0) errno = EIO;
+      if (r == 0) errno = ENODATA;
       return false;
     }
     if (!write_all(fd, buffer.data(), static_cast<size_t>(r))) return false;
@@ -227,7 +227,9 @@ bool TempBlobFile::write_temp_file(const Source& source, std::string* error) {
                           ? write_all(fd, static_cast<const char*>(source.bytes), source.size)
                           : copy_all(fd, source.from, source.size);
   if (!filled) {
-    *error = path + ": cannot write the blob's temp file: " + std::strerror(errno);
+    *error = source.bytes == nullptr && errno == ENODATA
+                 ? std::string("it changed while being read (shorter than when opened)")
+                 : path + ": cannot write the blob's temp file: " + std::strerror(errno);
     release();
     return false;
   }
