@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -21,3 +24,29 @@ def spec_of(arrays: list[np.ndarray]) -> list[str]:
     """shimkit-run-blob's input specs (f32:1x3x224x224 ...) for `arrays`."""
     kinds = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32"}
     return [f"{kinds[a.dtype.name]}:{'x'.join(map(str, a.shape))}" for a in arrays]
+
+
+def blob_memory(
+    run_blob: Path, blob_so: Path, inputs: list[np.ndarray], runs: int = 3, from_bytes: bool = False
+) -> dict[str, Any]:
+    """shimkit-run-blob's report for `blob_so` (zero inputs shaped like `inputs`), plus
+    `peak_kb`: the most memory the process held at any point we can see.
+
+    RSS alone undercounts: pages of the blob's memory file that are not mapped in are held
+    too (`held_kb` of a phase = RSS - RssShmem + every memfd page), and while the runtime
+    stages the blob the memory file holds the whole file before anything maps it (start
+    RSS + the file's size, + the caller's copy with `from_bytes`). `peak_kb` is the largest
+    of the peak RSS (VmHWM), every phase's `held_kb` and that staging figure.
+    """
+    cmd = [str(run_blob), *(["--bytes"] if from_bytes else []), str(blob_so), str(runs)]
+    report: dict[str, Any] = json.loads(
+        subprocess.run([*cmd, *spec_of(inputs)], capture_output=True, text=True, check=True).stdout
+    )
+    phases = {p["phase"]: p for p in report["memory"]}
+    file_kb = blob_so.stat().st_size // 1024
+    staged_kb = phases["start"]["rss_kb"] + file_kb * (2 if from_bytes else 1)
+    report["staged_kb"] = staged_kb
+    report["peak_kb"] = max(
+        report["max_rss_kb"], staged_kb, *(p["held_kb"] for p in report["memory"])
+    )
+    return report

@@ -1,9 +1,14 @@
 #include "runtime/blob_loader.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -147,25 +152,94 @@ Blob::~Blob() {
   if (dl_ != nullptr) dlclose(dl_);
 }
 
-int Blob::open(const void* bytes, size_t size, const char* device) {
-  {
-    // A memory file, else a temp file (temp_blob_file.h); its name is dropped
-    // once dlopen has mapped the blob (or refused it).
-    TempBlobFile file;
-    std::string error;
-    if (!file.write(bytes, size, &error)) return fail(SHIMKIT_E_IO, error);
-    dlerror();
-    dl_ = dlopen(file.path().c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (dl_ == nullptr) {
-      const char* e = dlerror();
-      std::string why = e ? e : "?";
-      // dlerror names the private file ("/proc/self/fd/7: undefined symbol: x"),
-      // which means nothing to the user; the caller names the blob.
-      const std::string internal = file.path() + ": ";
-      if (why.compare(0, internal.size(), internal) == 0) why.erase(0, internal.size());
-      return fail(SHIMKIT_E_DLOPEN, "blob: dlopen failed: " + why);
-    }
-    file.release();
+namespace {
+
+// While the model container is being created: the constants the shims saw
+// copied (a prefix of the blob's constants section) are given back as the
+// copy goes, so the weights are not held twice at the peak.
+struct ConstantsWatch {
+  const TempBlobFile* file;
+  uint64_t offset;  // the constants section's file offset
+};
+
+void constants_consumed(void* context, size_t bytes) {
+  const auto* watch = static_cast<const ConstantsWatch*>(context);
+  watch->file->give_back(watch->offset, bytes);
+}
+
+// Reads `size` bytes of `fd` through a private read-only mapping (unmapped on
+// scope exit).
+class ReadOnlyMap {
+ public:
+  ReadOnlyMap(int fd, size_t size) : size_(size) {
+    if (size == 0) return;
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    data_ = p == MAP_FAILED ? nullptr : p;
+  }
+  ReadOnlyMap(const ReadOnlyMap&) = delete;
+  ReadOnlyMap& operator=(const ReadOnlyMap&) = delete;
+  ~ReadOnlyMap() {
+    if (data_ != nullptr) munmap(data_, size_);
+  }
+  const void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_;
+};
+
+}  // namespace
+
+int stage_bytes(const void* bytes, size_t size, const VetPolicy& policy, TempBlobFile* file,
+                ElfSymbols* syms) {
+  const int rc = vet_blob(bytes, size, policy, syms);
+  if (rc != SHIMKIT_OK) return rc;
+  std::string error;
+  if (!file->write(bytes, size, &error)) return fail(SHIMKIT_E_IO, error);
+  return SHIMKIT_OK;
+}
+
+int stage_file(const char* path, const VetPolicy& policy, TempBlobFile* file, ElfSymbols* syms) {
+  if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot open: " + strerror(errno));
+  struct stat st{};
+  std::string error;
+  if (fstat(fd, &st) != 0) {
+    error = strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    error = "not a regular file";
+  } else {
+    if (!file->copy(fd, static_cast<size_t>(st.st_size), &error) && error.empty()) error = "?";
+  }
+  ::close(fd);
+  if (!error.empty()) return fail(SHIMKIT_E_IO, std::string(path) + ": cannot read: " + error);
+  const size_t size = static_cast<size_t>(st.st_size);
+  const ReadOnlyMap view(file->fd(), size);
+  if (size > 0 && view.data() == nullptr) {
+    return fail(SHIMKIT_E_IO, std::string(path) + ": cannot map its copy: " + strerror(errno));
+  }
+  return vet_blob(view.data(), size, policy, syms);
+}
+
+int Blob::open(TempBlobFile* file, const ElfSymbols& syms, const char* device) {
+  dlerror();
+  dl_ = dlopen(file->path().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (dl_ == nullptr) {
+    const char* e = dlerror();
+    std::string why = e ? e : "?";
+    // dlerror names the private file ("/proc/self/fd/7: undefined symbol: x"),
+    // which means nothing to the user; the caller names the blob.
+    const std::string internal = file->path() + ": ";
+    if (why.compare(0, internal.size(), internal) == 0) why.erase(0, internal.size());
+    file->release();
+    return fail(SHIMKIT_E_DLOPEN, "blob: dlopen failed: " + why);
+  }
+  file->drop_name();
+  // Nothing maps the bytes past the loadable segments (debug info, tables).
+  struct stat st{};
+  if (fstat(file->fd(), &st) == 0 && static_cast<uint64_t>(st.st_size) > syms.loaded_end) {
+    file->give_back(syms.loaded_end, static_cast<size_t>(st.st_size) - syms.loaded_end);
   }
   create_ = reinterpret_cast<CreateFn>(dlsym(dl_, kRequiredEntries[0]));
   destroy_ = reinterpret_cast<DeleteFn>(dlsym(dl_, kRequiredEntries[1]));
@@ -177,7 +251,19 @@ int Blob::open(const void* bytes, size_t size, const char* device) {
     return fail(SHIMKIT_E_MISSING_ENTRY, "blob: required entry point did not resolve");
   }
   shimkit_shim_clear_error();
-  if (create_(&container_, 1, device, nullptr) != 0 || container_ == nullptr) {
+  ConstantsWatch watch{file, syms.constants_offset};
+  const uintptr_t base = load_base();
+  if (syms.constants_size > 0 && base != 0) {
+    shimkit_shim_watch_constants(reinterpret_cast<const void*>(base + syms.constants_address),
+                                 syms.constants_size, constants_consumed, &watch);
+  }
+  const int32_t created = create_(&container_, 1, device, nullptr);
+  shimkit_shim_unwatch_constants();
+  // The container holds its own copy now (AOTInductor reads the section once,
+  // when it creates a model): the rest of the file's copy goes back too.
+  file->give_back(syms.constants_offset, syms.constants_size);
+  file->release();
+  if (created != 0 || container_ == nullptr) {
     container_ = nullptr;
     const char* why = shimkit_shim_last_error();
     return fail(SHIMKIT_E_CREATE, std::string("blob: creating the model container on ") + device +
@@ -291,24 +377,6 @@ int copy_to_host(AtenTensorHandle h, shimkit_tensor* d) {
     return fail(SHIMKIT_E_RUN, "copying an output to host memory failed: " + shim_error());
   }
   return SHIMKIT_OK;
-}
-
-int read_file(const char* path, std::vector<char>* bytes) {
-  if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  const char* problem = nullptr;
-  std::streamoff size = -1;
-  if (!in) {
-    problem = "cannot open";
-  } else if ((size = in.tellg()) < 0) {
-    problem = "cannot size";
-  } else {
-    bytes->resize(static_cast<size_t>(size));
-    in.seekg(0);
-    if (size > 0 && !in.read(bytes->data(), size)) problem = "cannot read";
-  }
-  if (problem == nullptr) return SHIMKIT_OK;
-  return fail(SHIMKIT_E_IO, std::string(path) + ": " + problem);
 }
 
 }  // namespace loader

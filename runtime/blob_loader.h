@@ -15,6 +15,7 @@
 
 #include "runtime/elf_imports.h"
 #include "runtime/shimkit_runtime.h"
+#include "runtime/temp_blob_file.h"
 #include "shims/aoti_shim_abi.h"
 
 namespace shimkit {
@@ -68,10 +69,14 @@ class Blob {
   Blob& operator=(const Blob&) = delete;
   ~Blob();
 
-  // Writes the bytes to a private temp file, dlopens them (RTLD_LOCAL),
-  // unlinks the file, resolves the entry points and creates the model
-  // container on `device` ("cpu", "cuda:0").
-  int open(const void* bytes, size_t size, const char* device);
+  // dlopens the vetted blob in `file` (RTLD_LOCAL; `syms` from vet_blob),
+  // drops the file's name, resolves the entry points and creates the model
+  // container on `device` ("cpu", "cuda:0"). Memory: the file's pages that
+  // are never mapped (debug info) are given back after dlopen, and the
+  // embedded constants once the container has copied them (as it goes, where
+  // the shims can follow the copy: shimkit_shim_watch_constants), so the
+  // weights are held once, not twice. `file` is released on return.
+  int open(TempBlobFile* file, const ElfSymbols& syms, const char* device);
   // One run: the blob takes the input handles (even when it fails) and fills
   // `outputs`; on failure the outputs are nulled and the error is recorded.
   int run(AtenTensorHandle* inputs, size_t num_inputs, AtenTensorHandle* outputs,
@@ -126,10 +131,15 @@ bool same_geometry(AtenTensorHandle h, const shimkit_tensor& d);
 // *bytes is what a C-contiguous copy takes. Leaves d->data alone.
 int describe_contiguous(AtenTensorHandle h, shimkit_tensor* d, size_t* bytes);
 
-// --- files ---
+// --- staging ---
 
-// The whole file at `path`; SHIMKIT_E_IO "<path>: cannot open|size|read".
-int read_file(const char* path, std::vector<char>* bytes);
+// `bytes` vetted (vet_blob) and written to `file`.
+int stage_bytes(const void* bytes, size_t size, const VetPolicy& policy, TempBlobFile* file,
+                ElfSymbols* syms);
+// The file at `path` copied to `file` in the kernel (no copy of it in this
+// process's memory), then vetted from a read-only mapping of that copy (which
+// nobody else writes); SHIMKIT_E_IO "<path>: cannot open|read: ...".
+int stage_file(const char* path, const VetPolicy& policy, TempBlobFile* file, ElfSymbols* syms);
 
 }  // namespace loader
 }  // namespace shimkit

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace shimkit {
@@ -41,6 +42,33 @@ bool read_elf_symbols(const unsigned char* bytes, size_t size, ElfSymbols* out,
   }
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   std::memcpy(sections.data(), bytes + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      !fits(size, eh.e_phoff, static_cast<uint64_t>(eh.e_phnum) * sizeof(Elf64_Phdr))) {
+    return fail(error, "ELF program headers lie outside the file (truncated?)");
+  }
+  for (size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && fits(size, ph.p_offset, ph.p_filesz)) {
+      out->loaded_end = std::max<uint64_t>(out->loaded_end, ph.p_offset + ph.p_filesz);
+    }
+  }
+  if (eh.e_shstrndx < sections.size()) {
+    const Elf64_Shdr& names = sections[eh.e_shstrndx];
+    static constexpr char kConstants[] = ".lrodata";
+    for (const Elf64_Shdr& s : sections) {
+      if (s.sh_type != SHT_PROGBITS || (s.sh_flags & SHF_ALLOC) == 0 ||
+          (s.sh_flags & SHF_WRITE) != 0 || !fits(size, s.sh_offset, s.sh_size) ||
+          !fits(size, names.sh_offset, names.sh_size) || s.sh_name >= names.sh_size ||
+          names.sh_size - s.sh_name < sizeof kConstants ||
+          std::memcmp(bytes + names.sh_offset + s.sh_name, kConstants, sizeof kConstants) != 0) {
+        continue;
+      }
+      out->constants_offset = s.sh_offset;
+      out->constants_size = s.sh_size;
+      out->constants_address = s.sh_addr;
+    }
+  }
   const Elf64_Shdr* dynsym = nullptr;
   const Elf64_Shdr* versym = nullptr;
   for (const Elf64_Shdr& s : sections) {

@@ -17,6 +17,14 @@ struct ElfSymbols {
   std::vector<std::string> unversioned_imports;
   // Names of defined, global or weak, dynamic symbols.
   std::set<std::string> exports;
+  // Where the file's bytes go once loaded (blob_loader.cpp gives back what a
+  // loaded blob no longer needs): the end of the last loadable segment's file
+  // bytes (what lies after it, debug info and section tables, is never
+  // mapped), and AOTInductor's embedded constants, section `.lrodata` (file
+  // offset, size, address relative to the load base; size 0 if none), which the
+  // model container copies once, at its creation.
+  uint64_t loaded_end = 0;
+  uint64_t constants_offset = 0, constants_size = 0, constants_address = 0;
 };
 
 // Parses `bytes`; on failure returns false and sets *error to one line.

@@ -40,13 +40,17 @@ struct shimkit_model {
 
 namespace {
 
-int load(const void* bytes, size_t size, shimkit_model** out) {
+// Loads the blob of `bytes` or, when `path` is given, of that file.
+int load(const void* bytes, size_t size, const char* path, shimkit_model** out) {
   if (out == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null output pointer");
   *out = nullptr;
-  const int checked = check_blob(bytes, size);
-  if (checked != SHIMKIT_OK) return checked;
+  shimkit::TempBlobFile file;
+  shimkit::ElfSymbols syms;
+  const int staged = path != nullptr ? ld::stage_file(path, kPolicy, &file, &syms)
+                                     : ld::stage_bytes(bytes, size, kPolicy, &file, &syms);
+  if (staged != SHIMKIT_OK) return staged;
   auto model = std::make_unique<shimkit_model>();
-  const int opened = model->blob.open(bytes, size, "cpu");
+  const int opened = model->blob.open(&file, syms, "cpu");
   if (opened != SHIMKIT_OK) return opened;
   model->outputs.h.assign(model->blob.num_outputs(), nullptr);
   *out = model.release();
@@ -139,7 +143,7 @@ int shimkit_check_blob(const void* bytes, size_t size) {
 
 int shimkit_model_load(const void* bytes, size_t size, shimkit_model** out) {
   try {
-    return load(bytes, size, out);
+    return load(bytes, size, nullptr, out);
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_IO, std::string("load failed: ") + e.what());
   }
@@ -147,11 +151,10 @@ int shimkit_model_load(const void* bytes, size_t size, shimkit_model** out) {
 
 int shimkit_model_load_file(const char* path, shimkit_model** out) {
   try {
-    std::vector<char> bytes;
-    const int read = ld::read_file(path, &bytes);
-    if (read != SHIMKIT_OK) return read;
-    const int rc = load(bytes.data(), bytes.size(), out);
-    if (rc != SHIMKIT_OK) ld::prefix_last_error(path);
+    if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
+    const int rc = load(nullptr, 0, path, out);
+    // Reading errors name the path already.
+    if (rc != SHIMKIT_OK && rc != SHIMKIT_E_IO) ld::prefix_last_error(path);
     return rc;
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_IO, std::string(path) + ": " + e.what());

@@ -1,17 +1,32 @@
 // shimkit-run-blob: the smallest process that runs a blob on the slim runtime
 // (no Python, no libtorch). Used to measure cold load and peak RSS.
 //
-//   shimkit-run-blob BLOB.so RUNS SPEC...     SPEC = f32:4x16 | f64:2x3 | i64:7 ...
+//   shimkit-run-blob [--bytes] BLOB.so RUNS SPEC...   SPEC = f32:4x16 | f64:2x3 | i64:7 ...
 //
+// The blob is loaded from its file (shimkit_model_load_file), or with --bytes
+// read into this process's memory and loaded from there (shimkit_model_load),
+// as a host that holds its blob in memory does; that copy stays for the run.
 // Inputs are zero-filled. Prints one JSON line: load_ms, first_run_ms,
-// us_per_run (over RUNS further runs), max_rss_kb.
+// us_per_run (over RUNS further runs), max_rss_kb, and "memory": what the
+// process held before the load, after it, after the first run and at the end
+// (phases).
+// Each phase gives the peak RSS so far (VmHWM), the RSS split into anonymous,
+// file-backed and shared-memory pages, and memfd_kb: every page of the memory
+// files this process maps (the blob's), resident or not; a memory file's pages
+// not mapped in are memory the process holds that RSS does not show, so
+// held_kb = RSS - RssShmem + memfd_kb is the honest figure. With
+// SHIMKIT_RUN_BLOB_SMAPS=1 the mappings with the most RSS go to stderr too.
 #include <sys/resource.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/shimkit_runtime.h"
@@ -75,6 +90,87 @@ long peak_rss_kb() {
   return usage.ru_maxrss;
 }
 
+// One line of /proc/self/status ("VmHWM:" ...) in kB, or -1.
+long status_kb(const char* key) {
+  long kb = -1;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    const size_t n = std::strlen(key);
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, key, n) == 0 && line[n] == ':') {
+        kb = std::strtol(line + n + 1, nullptr, 10);
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return kb;
+}
+
+// Pages (kB) held by the memory files this process maps, counted once per
+// file (fstat of /proc/self/map_files/<range>: st_blocks is what the file
+// holds, resident or not, holes not counted).
+long memfd_kb() {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return -1;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  long kb = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strstr(line, "/memfd:") == nullptr) continue;
+    const std::string range(line, std::strcspn(line, " "));
+    struct stat st{};
+    if (::stat(("/proc/self/map_files/" + range).c_str(), &st) != 0) continue;
+    if (seen.insert({st.st_dev, st.st_ino}).second) kb += static_cast<long>(st.st_blocks / 2);
+  }
+  std::fclose(f);
+  return kb;
+}
+
+// The mappings with the most RSS (smaps), to stderr.
+void print_top_mappings(const char* phase) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return;
+  std::vector<std::pair<long, std::string>> rows;
+  std::string name;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long kb = 0;
+    if (std::sscanf(line, "Rss: %ld kB", &kb) == 1) {
+      rows.emplace_back(kb, name);
+    } else if (std::strchr(line, '-') != nullptr && std::strchr(line, ':') != nullptr &&
+               line[0] != ' ' && std::strncmp(line, "Rss", 3) != 0 && line[0] >= '0' &&
+               (line[0] <= '9' || line[0] >= 'a')) {
+      // "start-end perms offset dev inode  path": the path, or "[anon]".
+      const char* path = std::strchr(line, '/');
+      const char* bracket = std::strchr(line, '[');
+      const char* p = path != nullptr ? path : bracket;
+      name = p != nullptr ? std::string(p, std::strcspn(p, "\n")) : "[anon]";
+    }
+  }
+  std::fclose(f);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::fprintf(stderr, "%s: mappings by RSS\n", phase);
+  for (size_t i = 0; i < rows.size() && i < 12; ++i) {
+    std::fprintf(stderr, "  %8ld kB  %s\n", rows[i].first, rows[i].second.c_str());
+  }
+}
+
+// One phase of the "memory" report, as a JSON object.
+std::string memory_phase(const char* phase) {
+  const long rss = status_kb("VmRSS"), shmem = status_kb("RssShmem"), memfd = memfd_kb();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"phase\": \"%s\", \"peak_rss_kb\": %ld, \"rss_kb\": %ld, \"anon_kb\": %ld, "
+                "\"file_kb\": %ld, \"shmem_kb\": %ld, \"memfd_kb\": %ld, \"held_kb\": %ld}",
+                phase, status_kb("VmHWM"), rss, status_kb("RssAnon"), status_kb("RssFile"), shmem,
+                memfd, rss - shmem + memfd);
+  const char* smaps = std::getenv("SHIMKIT_RUN_BLOB_SMAPS");
+  if (smaps != nullptr && std::strcmp(smaps, "1") == 0) print_top_mappings(phase);
+  return buf;
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
@@ -83,8 +179,13 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool from_bytes = argc > 1 && std::strcmp(argv[1], "--bytes") == 0;
+  if (from_bytes) {
+    --argc;
+    ++argv;
+  }
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s BLOB.so RUNS [f32:4x16 ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--bytes] BLOB.so RUNS [f32:4x16 ...]\n", argv[0]);
     return 2;
   }
   const long runs = std::strtol(argv[2], nullptr, 10);
@@ -97,13 +198,32 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::vector<std::string> phases{memory_phase("start")};
   auto start = std::chrono::steady_clock::now();
   shimkit_model* model = nullptr;
-  if (shimkit_model_load_file(argv[1], &model) != SHIMKIT_OK) {
+  std::vector<char> bytes;
+  if (from_bytes) {
+    FILE* f = std::fopen(argv[1], "rb");
+    char chunk[1 << 16];
+    size_t got = 0;
+    while (f != nullptr && (got = std::fread(chunk, 1, sizeof chunk, f)) > 0) {
+      bytes.insert(bytes.end(), chunk, chunk + got);
+    }
+    if (f == nullptr || std::ferror(f) != 0) {
+      std::fprintf(stderr, "%s: cannot read\n", argv[1]);
+      if (f != nullptr) std::fclose(f);
+      return 1;
+    }
+    std::fclose(f);
+  }
+  const int loaded = from_bytes ? shimkit_model_load(bytes.data(), bytes.size(), &model)
+                                : shimkit_model_load_file(argv[1], &model);
+  if (loaded != SHIMKIT_OK) {
     std::fprintf(stderr, "%s\n", shimkit_last_error());
     return 1;
   }
   const double load_ms = ms_since(start);
+  phases.push_back(memory_phase("load"));
   std::vector<shimkit_tensor> outputs(shimkit_model_num_outputs(model));
   start = std::chrono::steady_clock::now();
   if (shimkit_model_run(model, inputs.data(), inputs.size(), outputs.data(), outputs.size()) !=
@@ -113,6 +233,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double first_ms = ms_since(start);
+  phases.push_back(memory_phase("first_run"));
   double ns = 0;
   if (runs > 0 &&
       shimkit_model_bench(model, inputs.data(), inputs.size(), runs, &ns) != SHIMKIT_OK) {
@@ -120,9 +241,13 @@ int main(int argc, char** argv) {
     shimkit_model_free(model);
     return 1;
   }
+  phases.push_back(memory_phase("runs"));
   shimkit_model_free(model);
+  std::string memory;
+  for (const std::string& p : phases) memory += (memory.empty() ? "" : ", ") + p;
   std::printf(
-      "{\"load_ms\": %.3f, \"first_run_ms\": %.3f, \"us_per_run\": %.3f, \"max_rss_kb\": %ld}\n",
-      load_ms, first_ms, ns / 1000.0, peak_rss_kb());
+      "{\"load_ms\": %.3f, \"first_run_ms\": %.3f, \"us_per_run\": %.3f, \"max_rss_kb\": %ld, "
+      "\"memory\": [%s]}\n",
+      load_ms, first_ms, ns / 1000.0, peak_rss_kb(), memory.c_str());
   return 0;
 }

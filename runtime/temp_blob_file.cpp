@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U  // Linux 6.3+; older kernels refuse it (EINVAL) and we retry without
@@ -81,6 +84,37 @@ bool write_all(int fd, const char* p, size_t left) {
   return true;
 }
 
+// Copies `left` bytes from the start of `from` to `fd` in the kernel
+// (sendfile), or through a small buffer where sendfile cannot: never a copy
+// of the whole file in this process. errno ENODATA when `from` ends early.
+bool copy_all(int fd, int from, size_t left) {
+  off_t offset = 0;
+  while (left > 0) {
+    const ssize_t w = sendfile(fd, from, &offset, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EINVAL || errno == ENOSYS) && offset == 0) break;
+    if (w < 0) return false;
+    if (w == 0) {
+      errno = ENODATA;  // shorter than it was
+      return false;
+    }
+    left -= static_cast<size_t>(w);
+  }
+  std::vector<char> buffer(left > 0 ? size_t{1} << 20 : 0);
+  while (left > 0) {
+    const ssize_t r = ::pread(from, buffer.data(), std::min(buffer.size(), left), offset);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = ENODATA;
+      return false;
+    }
+    if (!write_all(fd, buffer.data(), static_cast<size_t>(r))) return false;
+    offset += r;
+    left -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
 // True if this process may map the file executable (a security policy can
 // refuse it for memory files; dlopen would then fail on the blob's code).
 bool executable_mapping_allowed(int fd) {
@@ -94,18 +128,45 @@ bool executable_mapping_allowed(int fd) {
 }  // namespace
 
 bool TempBlobFile::write(const void* bytes, size_t size, std::string* error) {
-  release();
-  if (memory_file_wanted() && write_memory_file(bytes, size)) return true;
-  return write_temp_file(bytes, size, error);
+  return fill({bytes, -1, size}, error);
 }
 
-bool TempBlobFile::write_memory_file(const void* bytes, size_t size) {
+bool TempBlobFile::copy(int from, size_t size, std::string* error) {
+  return fill({nullptr, from, size}, error);
+}
+
+bool TempBlobFile::fill(const Source& source, std::string* error) {
+  release();
+  if (memory_file_wanted() && write_memory_file(source)) return true;
+  return write_temp_file(source, error);
+}
+
+bool TempBlobFile::give_back(size_t offset, size_t length) const {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t start = (offset + page - 1) / page * page, end = (offset + length) / page * page;
+  if (fd_ < 0 || end <= start) return fd_ >= 0;
+  return fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(start),
+                   static_cast<off_t>(end - start)) == 0;
+}
+
+void TempBlobFile::drop_name() {
+  if (!unlink_path_.empty()) {
+    ::unlink(unlink_path_.c_str());
+    unlink_path_.clear();
+  }
+}
+
+bool TempBlobFile::write_memory_file(const Source& source) {
   int fd = memfd_create("shimkit-blob", MFD_CLOEXEC | MFD_EXEC);
   if (fd < 0 && (errno == EINVAL || errno == EACCES))
     fd = memfd_create("shimkit-blob", MFD_CLOEXEC);
   if (fd < 0) return false;
   fds_.push_back(fd);
-  if (!write_all(fd, static_cast<const char*>(bytes), size) || !executable_mapping_allowed(fd)) {
+  fd_ = fd;
+  const bool filled = source.bytes != nullptr
+                          ? write_all(fd, static_cast<const char*>(source.bytes), source.size)
+                          : copy_all(fd, source.from, source.size);
+  if (!filled || !executable_mapping_allowed(fd)) {
     release();
     return false;
   }
@@ -140,7 +201,7 @@ bool TempBlobFile::write_memory_file(const void* bytes, size_t size) {
   return true;
 }
 
-bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* error) {
+bool TempBlobFile::write_temp_file(const Source& source, std::string* error) {
   const std::string dir = temp_dir();
   int fd = -1;
   std::string path;
@@ -148,7 +209,7 @@ bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* 
     std::string suffix;
     if (!random_suffix(&suffix, error)) return false;
     path = dir + "/shimkit-blob-" + suffix + ".so";
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
@@ -160,14 +221,15 @@ bool TempBlobFile::write_temp_file(const void* bytes, size_t size, std::string* 
   }
   path_ = path;
   unlink_path_ = path;
-  if (!write_all(fd, static_cast<const char*>(bytes), size)) {
-    *error = path + ": cannot write the blob's temp file: " + std::strerror(errno);
-    ::close(fd);
-    release();
-    return false;
-  }
-  if (::close(fd) != 0) {
-    *error = path + ": cannot close the blob's temp file: " + std::strerror(errno);
+  fds_.push_back(fd);
+  fd_ = fd;
+  const bool filled = source.bytes != nullptr
+                          ? write_all(fd, static_cast<const char*>(source.bytes), source.size)
+                          : copy_all(fd, source.from, source.size);
+  if (!filled) {
+    *error = source.bytes == nullptr && errno == ENODATA
+                 ? std::string("it changed while being read (shorter than when opened)")
+                 : path + ": cannot write the blob's temp file: " + std::strerror(errno);
     release();
     return false;
   }
@@ -181,6 +243,7 @@ void TempBlobFile::release() {
   }
   for (const int fd : fds_) ::close(fd);
   fds_.clear();
+  fd_ = -1;
   path_.clear();
 }
 

@@ -220,6 +220,19 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_proxy_executor_call_function(
 SHIMKIT_EXPORT const char* shimkit_shim_last_error(void);
 SHIMKIT_EXPORT void shimkit_shim_clear_error(void);
 
+// Not part of torch's ABI: the blob loader sets a watch on the thread that
+// creates a model container. While it is set, host tensors made from blobs
+// (create_tensor_from_blob) are the blob's constants, which AOTInductor
+// copies one by one, in order, out of the blob's embedded constants section
+// [source, source + size) into memory it allocates; while each one's bytes
+// equal the next bytes of the section, `consumed(context, n)` reports that the
+// section's first n bytes have been copied (the loader gives them back, so
+// the weights are not held twice while the container is created).
+SHIMKIT_EXPORT void shimkit_shim_watch_constants(const void* source, size_t size,
+                                                 void (*consumed)(void* context, size_t bytes),
+                                                 void* context);
+SHIMKIT_EXPORT void shimkit_shim_unwatch_constants(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

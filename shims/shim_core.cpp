@@ -47,7 +47,59 @@ int64_t checked_dim(const SlimTensor& t, int64_t d) {
 
 }  // namespace
 
+namespace shimkit {
+namespace {
+
+// The loader's watch over a container's creation (shimkit_shim_watch_constants).
+struct ConstantsWatch {
+  bool on = false;
+  const unsigned char* source = nullptr;  // null once the copy could not be followed
+  size_t size = 0, copied = 0;
+  void (*consumed)(void*, size_t) = nullptr;
+  void* context = nullptr;
+};
+thread_local ConstantsWatch t_watch;
+
+// A constant just made over `data` (`nbytes` from its base): follow
+// AOTInductor's in-order copy of the embedded section.
+void note_constant(const void* data, size_t nbytes) {
+  ConstantsWatch& w = t_watch;
+  if (w.source == nullptr || nbytes == 0) return;
+  // Only bytes proven copied count: the next `nbytes` of the section must
+  // equal the constant's (its stored size may be larger than what a view
+  // reaches; then the next one no longer matches and the following stops).
+  // The first constant follows a small header (AOTInductor's: 16 bytes), the
+  // others the padding that aligns each to 64 bytes, so a constant's start is
+  // looked for a little past the end of the one before.
+  const size_t window = w.copied == 0 ? 4096 : 64;
+  size_t at = w.copied;
+  auto matches = [&](size_t offset) {
+    return offset <= w.size && nbytes <= w.size - offset &&
+           std::memcmp(w.source + offset, data, nbytes) == 0;
+  };
+  while (!matches(at) && at < w.copied + window && at < w.size) ++at;
+  if (!matches(at)) {
+    w.source = nullptr;
+    return;
+  }
+  w.copied = at + nbytes;
+  w.consumed(w.context, w.copied);
+}
+
+}  // namespace
+}  // namespace shimkit
+
 extern "C" {
+
+void shimkit_shim_watch_constants(const void* source, size_t size,
+                                  void (*consumed)(void* context, size_t bytes), void* context) {
+  shimkit::t_watch = {
+      true,     consumed != nullptr ? static_cast<const unsigned char*>(source) : nullptr,
+      size,     0,
+      consumed, context};
+}
+
+void shimkit_shim_unwatch_constants(void) { shimkit::t_watch = {}; }
 
 const char* shimkit_shim_last_error(void) { return shimkit::g_last_error.c_str(); }
 void shimkit_shim_clear_error(void) { shimkit::g_last_error.clear(); }
@@ -241,6 +293,7 @@ AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
     // alive by the caller); the view starts `storage_offset` elements in.
     const size_t nbytes =
         shimkit::blob_nbytes(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype);
+    if (shimkit::t_watch.on && device_type == dev::kCPU) shimkit::note_constant(data, nbytes);
     *ret =
         to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes, hooks), sizes_ptr, strides_ptr,
                              ndim, storage_offset, dtype, device_type, device_index));

@@ -63,10 +63,8 @@ const Environment& environment() {
   return env;
 }
 
-int check_blob(const void* bytes, size_t size) {
-  shimkit::ElfSymbols syms;
-  const int rc = ld::vet_blob(bytes, size, kPolicy, &syms);
-  if (rc != SHIMKIT_OK) return rc;
+// A vetted blob (`syms`) must be built for CUDA.
+int check_cuda_imports(const shimkit::ElfSymbols& syms) {
   for (const std::string& name : syms.unversioned_imports) {
     if (imports_cuda(name)) return SHIMKIT_OK;
   }
@@ -118,13 +116,20 @@ struct shimkit_cuda_model {
 
 namespace {
 
-int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_model** out) {
+// Loads the blob of `bytes` or, when `path` is given, of that file.
+int load(const void* bytes, size_t size, const char* path, int32_t device_index,
+         shimkit_cuda_model** out) {
   if (out == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null output pointer");
   *out = nullptr;
   // Blob problems first (they hold on any machine), then the device.
   const Environment& env = environment();
   if (env.code == SHIMKIT_E_PROVIDER) return fail(env.code, env.error);
-  const int checked = check_blob(bytes, size);
+  shimkit::TempBlobFile file;
+  shimkit::ElfSymbols syms;
+  const int staged = path != nullptr ? ld::stage_file(path, kPolicy, &file, &syms)
+                                     : ld::stage_bytes(bytes, size, kPolicy, &file, &syms);
+  if (staged != SHIMKIT_OK) return staged;
+  const int checked = check_cuda_imports(syms);
   if (checked != SHIMKIT_OK) return checked;
   if (env.code != SHIMKIT_OK) return fail(env.code, "CUDA unavailable: " + env.error);
   const int32_t count = shimkit_cuda_device_count();
@@ -136,7 +141,7 @@ int load(const void* bytes, size_t size, int32_t device_index, shimkit_cuda_mode
   auto model = std::make_unique<shimkit_cuda_model>();
   model->device = device_index;
   const std::string device = "cuda:" + std::to_string(device_index);
-  const int opened = model->blob.open(bytes, size, device.c_str());
+  const int opened = model->blob.open(&file, syms, device.c_str());
   if (opened != SHIMKIT_OK) return opened;
   *out = model.release();
   if (const char* v = std::getenv("SHIMKIT_CUDA_GRAPHS");
@@ -326,7 +331,7 @@ const char* shimkit_cuda_provider_path(void) {
 int shimkit_cuda_model_load(const void* bytes, size_t size, int32_t device_index,
                             shimkit_cuda_model** out) {
   try {
-    return load(bytes, size, device_index, out);
+    return load(bytes, size, nullptr, device_index, out);
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_IO, std::string("load failed: ") + e.what());
   }
@@ -335,11 +340,9 @@ int shimkit_cuda_model_load(const void* bytes, size_t size, int32_t device_index
 int shimkit_cuda_model_load_file(const char* path, int32_t device_index, shimkit_cuda_model** out) {
   if (path == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null path");
   try {
-    std::vector<char> bytes;
-    const int read = ld::read_file(path, &bytes);
-    if (read != SHIMKIT_OK) return read;
-    const int rc = load(bytes.data(), bytes.size(), device_index, out);
-    if (rc != SHIMKIT_OK) ld::prefix_last_error(path);
+    const int rc = load(nullptr, 0, path, device_index, out);
+    // Reading errors name the path already.
+    if (rc != SHIMKIT_OK && rc != SHIMKIT_E_IO) ld::prefix_last_error(path);
     return rc;
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_IO, std::string(path) + ": " + e.what());
