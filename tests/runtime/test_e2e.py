@@ -56,6 +56,16 @@ def test_blob_so_loads_without_the_package(cases, tmp_path) -> None:
         _assert_matches(model(*case.inputs), case.expected)
 
 
+def test_a_loaded_model_keeps_no_copy_of_the_blob(cases) -> None:
+    # The runtime's memory file holds the blob; the Python object keeps where it came from.
+    case = cases["mlp"]
+    source = rt.read_blob(case.pt2)
+    assert len(source.data) > 0  # control: what load() reads does hold the bytes
+    with rt.load(case.pt2) as model:
+        assert model.source.data == b"" and model.source.path == case.pt2
+        _assert_matches(model(*case.inputs), case.expected)
+
+
 def test_outputs_do_not_alias_between_calls(cases) -> None:
     case = cases["mlp"]
     with rt.load(case.pt2) as model:

@@ -7,7 +7,7 @@ import contextlib
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +37,12 @@ class BlobSource:
     member: str | None
     data: bytes
     inputs: tuple[InputSpec, ...] | None = field(default=None)
+
+    def without_bytes(self) -> BlobSource:
+        """The same record without the blob's bytes: what a loaded model keeps. The
+        runtime holds the blob from then on (its memory file); keeping the bytes too
+        would hold the weights once more for the model's lifetime."""
+        return replace(self, data=b"")
 
 
 # Inductor's generated input checks (wrapper .cpp, check_input_N functions).

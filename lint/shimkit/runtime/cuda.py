@@ -259,6 +259,7 @@ class CudaModel(LoadedBlob):
             self._where(),
         )
         self._handle = handle
+        self.source = source.without_bytes()
         self.num_inputs = int(self._rt.lib.shimkit_cuda_model_num_inputs(handle))
         self.num_outputs = int(self._rt.lib.shimkit_cuda_model_num_outputs(handle))
         specs = source.inputs

@@ -63,6 +63,7 @@ class Model(LoadedBlob):
         if rc != 0:
             raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
         self._handle = handle
+        self.source = source.without_bytes()
         self.num_inputs = int(self._rt.lib.shimkit_model_num_inputs(handle))
         self.num_outputs = int(self._rt.lib.shimkit_model_num_outputs(handle))
         specs = source.inputs
