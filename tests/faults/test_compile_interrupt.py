@@ -51,6 +51,13 @@ def _compilers_of(tmp: Path) -> list[str]:
     return found
 
 
+def _as_a_terminal_job() -> None:
+    """In the child before exec: SIGINT at its default, as a shell's foreground job has it.
+    A test run started in the background without job control inherits SIGINT ignored,
+    and `shimkit compile` rightly keeps an ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_compile(
     tmp_path: Path, repo_root: Path, deliver: str
 ) -> tuple[subprocess.CompletedProcess[str], list[Path], list[str], Path]:
@@ -69,6 +76,7 @@ def _interrupted_compile(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a shell gives a foreground job
+        preexec_fn=_as_a_terminal_job,
     )
     seen: list[Path] = []
     deadline = time.monotonic() + 300
