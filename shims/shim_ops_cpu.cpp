@@ -171,9 +171,12 @@ bool may_overlap(const SlimTensor& a, const SlimTensor& b) {
   return a0 < b1 && b0 < a1;
 }
 
-// GEMMs of at least this many flops go to oneDNN: below it, its per-call cost
-// (memory objects, primitive dispatch: about 2 us) outweighs what its kernels save.
-constexpr double kOnednnMinFlops = 4.0e6;
+// GEMMs of at least this many flops go to oneDNN. Below it its per-call cost
+// (memory objects, primitive dispatch: 1-2 us) outweighs what its kernels save:
+// on the AVX-512 VM, 1 thread, addmm 16x64x64 (0.13 MFLOP) took 3.4 us against
+// OpenBLAS's 2.5, 32x64x128 (0.5 MFLOP) 8.3 against 8.3, 32x128x128 (1 MFLOP)
+// 12.8 against 16.1, and a row times [1024, 1024]^T 268 against 749.
+constexpr double kOnednnMinFlops = 1.0e6;
 
 bool big_enough_for_onednn(const SlimTensor& a, const SlimTensor& b) {
   return 2.0 * static_cast<double>(a.sizes()[0]) * static_cast<double>(a.sizes()[1]) *
