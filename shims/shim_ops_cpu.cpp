@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,22 +83,24 @@ void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, d
     throw ShimError("gemm dtypes differ");
   }
   if (m == 0 || n == 0) return;
-  SlimTensor a = a_in, b = b_in;
+  // Operands BLAS reads in place are used as they are (no copy of the tensor
+  // objects either); the others through dense copies.
+  std::optional<SlimTensor> a_dense, b_dense, c_dense;
   BlasOperand oa{}, ob{}, oc{};
-  if (!as_blas_operand(a, &oa)) {
-    a = contiguous(a_in);
-    as_blas_operand(a, &oa);
+  if (!as_blas_operand(a_in, &oa)) {
+    a_dense = contiguous(a_in);
+    as_blas_operand(*a_dense, &oa);
   }
-  if (!as_blas_operand(b, &ob)) {
-    b = contiguous(b_in);
-    as_blas_operand(b, &ob);
+  if (!as_blas_operand(b_in, &ob)) {
+    b_dense = contiguous(b_in);
+    as_blas_operand(*b_dense, &ob);
   }
-  SlimTensor target = c;
   const bool direct = as_blas_operand(c, &oc) && oc.trans == CblasNoTrans;
   if (!direct) {
-    target = contiguous(c);
-    as_blas_operand(target, &oc);
+    c_dense = contiguous(c);
+    as_blas_operand(*c_dense, &oc);
   }
+  const SlimTensor& target = direct ? c : *c_dense;
   if (k == 0) {
     // Nothing to multiply: c = beta * c.
     SlimTensor zeros = SlimTensor::empty(target.sizes().data(), nullptr, 2, target.dtype(),
@@ -147,12 +150,17 @@ template <typename T>
 void fill_scaled_broadcast(const SlimTensor& out, const SlimTensor& self, double beta) {
   const int64_t m = out.sizes()[0], n = out.sizes()[1];
   const auto [s0, s1] = broadcast_strides(out, self);
+  const int64_t o0 = out.strides()[0], o1 = out.strides()[1];
   const T* src = static_cast<const T*>(self.data_ptr());
   T* dst = static_cast<T*>(out.data_ptr());
   const T b = static_cast<T>(beta);
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      dst[i * out.strides()[0] + j * out.strides()[1]] = b * src[i * s0 + j * s1];
+    T* row = dst + i * o0;
+    const T* from = src + i * s0;
+    if (o1 == 1 && s1 == 1 && beta == 1.0) {  // dense rows, a plain bias: copied
+      std::memcpy(row, from, static_cast<size_t>(n) * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < n; ++j) row[j * o1] = b * from[j * s1];
     }
   }
 }
