@@ -7,8 +7,9 @@
 // linked libdnnl binds those names to libtorch's copies and its primitives
 // fail ("could not execute a primitive"); and torch could bind to libdnnl's.
 // Opened RTLD_LOCAL | RTLD_DEEPBIND, libdnnl resolves its own symbols first
-// and exports none to the process. A process that never convolves never
-// loads it. SHIMKIT_ONEDNN=0 turns it off (convolutions then use im2col).
+// and exports none to the process. A process that never convolves and
+// multiplies no matrices of 1 MFLOP or more never loads it. SHIMKIT_ONEDNN=0
+// turns it off (convolutions then use im2col, GEMMs OpenBLAS).
 //
 // The function types come from oneDNN's own header (decltype), so a
 // mismatch with the installed library's API cannot compile. Built where that
