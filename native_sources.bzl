@@ -43,6 +43,7 @@ RENAME_HEADER = "shims/aoti_shim_rename.h"
 # unchanged into every shim library, CPU and CUDA; each device adds its own files.
 SHIM_CORE_SOURCES = [
     "shims/conv_onednn.cpp",
+    "shims/matmul_onednn.cpp",
     "shims/onednn_api.cpp",
     "shims/shim_attention.cpp",
     "shims/shim_check.cpp",
@@ -66,6 +67,7 @@ SHIM_CORE_HEADERS = [
     "shims/conv_transpose_geometry.h",
     "shims/embedding_bag_geometry.h",
     "shims/float_compute.h",
+    "shims/matmul_onednn.h",
     "shims/onednn_api.h",
     "shims/scalar_types.h",
     "shims/shim_internal.h",

@@ -34,6 +34,9 @@ struct shimkit_model {
   ld::Blob blob;
   bool ran_once = false;
   bool check_inputs = true;
+  // Input handles of the run in progress: sized once at load (no allocation
+  // per run); Blob::run takes them, wrap_inputs makes them anew every run.
+  ld::Handles inputs{0};
   ld::Handles outputs{0};
   std::mutex mutex;
 };
@@ -52,6 +55,7 @@ int load(const void* bytes, size_t size, const char* path, shimkit_model** out) 
   auto model = std::make_unique<shimkit_model>();
   const int opened = model->blob.open(&file, syms, "cpu");
   if (opened != SHIMKIT_OK) return opened;
+  model->inputs.h.assign(model->blob.num_inputs(), nullptr);
   model->outputs.h.assign(model->blob.num_outputs(), nullptr);
   *out = model.release();
   return SHIMKIT_OK;
@@ -87,9 +91,13 @@ int run_locked(shimkit_model* m, const shimkit_tensor* inputs, size_t num_inputs
     return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(expected_outputs) +
                                          " outputs, caller expects " + std::to_string(num_outputs));
   }
-  ld::Handles handles(m->blob.num_inputs());
+  ld::Handles& handles = m->inputs;
+  handles.release();  // all null unless a previous run stopped between wrapping and running
   int rc = ld::wrap_inputs(inputs, num_inputs, m->blob.num_inputs(), &handles);
-  if (rc != SHIMKIT_OK) return rc;
+  if (rc != SHIMKIT_OK) {
+    handles.release();  // those wrapped before the one that failed
+    return rc;
+  }
   m->outputs.release();
   if (!m->ran_once) {
     // Blobs read AOTI_RUNTIME_CHECK_INPUTS once, on their first run, and then

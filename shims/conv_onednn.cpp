@@ -28,89 +28,6 @@
 namespace shimkit {
 namespace {
 
-// unique_ptr deleters that call oneDNN's destroy functions.
-template <typename H, auto Member>
-struct Destroy {
-  void operator()(H h) const { (onednn().*Member)(h); }
-};
-template <typename H, auto Member>
-using Owned = std::unique_ptr<std::remove_pointer_t<H>, Destroy<H, Member>>;
-using Memory = Owned<dnnl_memory_t, &OnednnApi::dnnl_memory_destroy>;
-using Primitive = Owned<dnnl_primitive_t, &OnednnApi::dnnl_primitive_destroy>;
-using PrimitiveDesc = Owned<dnnl_primitive_desc_t, &OnednnApi::dnnl_primitive_desc_destroy>;
-using Attr = Owned<dnnl_primitive_attr_t, &OnednnApi::dnnl_primitive_attr_destroy>;
-using Stream = Owned<dnnl_stream_t, &OnednnApi::dnnl_stream_destroy>;
-
-dnnl_engine_t cpu_engine() {
-  static dnnl_engine_t engine = []() {
-    dnnl_engine_t e = nullptr;  // lives until exit: every primitive refers to it
-    onednn_check(onednn().dnnl_engine_create(&e, dnnl_cpu, 0), "oneDNN CPU engine");
-    return e;
-  }();
-  return engine;
-}
-
-dnnl_stream_t thread_stream() {
-  thread_local Stream stream = []() {
-    dnnl_stream_t s = nullptr;
-    onednn_check(onednn().dnnl_stream_create(&s, cpu_engine(), dnnl_stream_default_flags),
-                 "oneDNN stream");
-    return Stream(s);
-  }();
-  return stream.get();
-}
-
-// Per-thread scratch memory for primitives (user scratchpad mode keeps the
-// primitives free of hidden per-call allocations and safe to share).
-void* thread_scratch(size_t nbytes) {
-  thread_local std::vector<unsigned char> scratch;
-  if (scratch.size() < nbytes) scratch.resize(nbytes);
-  return scratch.data();
-}
-
-dnnl_memory_desc_t strided_desc(const std::vector<int64_t>& dims,
-                                const std::vector<int64_t>& strides) {
-  dnnl_memory_desc_t md;
-  onednn_check(onednn().dnnl_memory_desc_init_by_strides(&md, static_cast<int>(dims.size()),
-                                                         dims.data(), dnnl_f32, strides.data()),
-               "memory descriptor");
-  return md;
-}
-
-dnnl_memory_desc_t tag_desc(const std::vector<int64_t>& dims, dnnl_format_tag_t tag) {
-  dnnl_memory_desc_t md;
-  onednn_check(onednn().dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()),
-                                                     dims.data(), dnnl_f32, tag),
-               "memory descriptor");
-  return md;
-}
-
-bool same(const dnnl_memory_desc_t& a, const dnnl_memory_desc_t& b) {
-  return onednn().dnnl_memory_desc_equal(&a, &b) != 0;
-}
-
-Memory memory_at(const dnnl_memory_desc_t& md, void* data) {
-  dnnl_memory_t m = nullptr;
-  onednn_check(onednn().dnnl_memory_create(&m, &md, cpu_engine(), data), "memory object");
-  return Memory(m);
-}
-
-Primitive make_primitive(const_dnnl_primitive_desc_t pd) {
-  dnnl_primitive_t p = nullptr;
-  onednn_check(onednn().dnnl_primitive_create(&p, pd), "primitive");
-  return Primitive(p);
-}
-
-// Attributes of every primitive here: a user scratchpad (thread_scratch).
-Attr user_scratchpad() {
-  dnnl_primitive_attr_t attr = nullptr;
-  onednn_check(onednn().dnnl_primitive_attr_create(&attr), "attributes");
-  Attr owned(attr);
-  onednn_check(onednn().dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
-               "scratchpad mode");
-  return owned;
-}
-
 // A reorder from `from` to `to`.
 Primitive make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
                        dnnl_memory_desc_t* scratch) {
@@ -122,16 +39,6 @@ Primitive make_reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t&
   PrimitiveDesc pd(pd_raw);
   *scratch = *onednn().dnnl_primitive_desc_query_md(pd.get(), dnnl_query_scratchpad_md, 0);
   return make_primitive(pd.get());
-}
-
-void execute(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
-             const dnnl_memory_desc_t& scratch_md, const char* what) {
-  Memory scratch =
-      memory_at(scratch_md, thread_scratch(onednn().dnnl_memory_desc_get_size(&scratch_md)));
-  args.push_back({DNNL_ARG_SCRATCHPAD, scratch.get()});
-  onednn_check(onednn().dnnl_primitive_execute(p, thread_stream(), static_cast<int>(args.size()),
-                                               args.data()),
-               what);
 }
 
 // One reorder step: a primitive and its scratchpad's descriptor.

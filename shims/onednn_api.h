@@ -7,8 +7,9 @@
 // linked libdnnl binds those names to libtorch's copies and its primitives
 // fail ("could not execute a primitive"); and torch could bind to libdnnl's.
 // Opened RTLD_LOCAL | RTLD_DEEPBIND, libdnnl resolves its own symbols first
-// and exports none to the process. A process that never convolves never
-// loads it. SHIMKIT_ONEDNN=0 turns it off (convolutions then use im2col).
+// and exports none to the process. A process that never convolves and
+// multiplies no matrices of 1 MFLOP or more never loads it. SHIMKIT_ONEDNN=0
+// turns it off (convolutions then use im2col, GEMMs OpenBLAS).
 //
 // The function types come from oneDNN's own header (decltype), so a
 // mismatch with the installed library's API cannot compile. Built where that
@@ -30,7 +31,10 @@
 #if SHIMKIT_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace shimkit {
 
@@ -54,8 +58,10 @@ struct OnednnApi {
   X(dnnl_primitive_attr_set_scratchpad_mode)      \
   X(dnnl_dilated_convolution_forward_desc_init)   \
   X(dnnl_dilated_deconvolution_forward_desc_init) \
+  X(dnnl_matmul_desc_init)                        \
   X(dnnl_primitive_desc_create)                   \
   X(dnnl_primitive_desc_destroy)                  \
+  X(dnnl_primitive_desc_query)                    \
   X(dnnl_primitive_desc_query_md)                 \
   X(dnnl_reorder_primitive_desc_create)           \
   X(dnnl_primitive_create)                        \
@@ -71,6 +77,44 @@ const OnednnApi& onednn();
 
 // Throws ShimError("<what>: <oneDNN status>") unless `status` is success.
 void onednn_check(dnnl_status_t status, const char* what);
+
+// What the oneDNN primitives (conv_onednn.cpp, matmul_onednn.cpp) share: owners
+// of oneDNN handles, the engine, per-thread streams and scratch memory.
+
+// unique_ptr deleters that call oneDNN's destroy functions.
+template <typename H, auto Member>
+struct OnednnDestroy {
+  void operator()(H h) const { (onednn().*Member)(h); }
+};
+template <typename H, auto Member>
+using OnednnOwned = std::unique_ptr<std::remove_pointer_t<H>, OnednnDestroy<H, Member>>;
+using Memory = OnednnOwned<dnnl_memory_t, &OnednnApi::dnnl_memory_destroy>;
+using Primitive = OnednnOwned<dnnl_primitive_t, &OnednnApi::dnnl_primitive_destroy>;
+using PrimitiveDesc = OnednnOwned<dnnl_primitive_desc_t, &OnednnApi::dnnl_primitive_desc_destroy>;
+using Attr = OnednnOwned<dnnl_primitive_attr_t, &OnednnApi::dnnl_primitive_attr_destroy>;
+using Stream = OnednnOwned<dnnl_stream_t, &OnednnApi::dnnl_stream_destroy>;
+
+// The process's CPU engine (every primitive refers to it; lives until exit).
+dnnl_engine_t cpu_engine();
+// This thread's stream.
+dnnl_stream_t thread_stream();
+// A float32 memory descriptor: `dims` with `strides` (in elements), or with a format tag.
+dnnl_memory_desc_t strided_desc(const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& strides);
+dnnl_memory_desc_t tag_desc(const std::vector<int64_t>& dims, dnnl_format_tag_t tag);
+bool same(const dnnl_memory_desc_t& a, const dnnl_memory_desc_t& b);
+// A memory object over `data` (not owned), or DNNL_MEMORY_ALLOCATE.
+Memory memory_at(const dnnl_memory_desc_t& md, void* data);
+Primitive make_primitive(const_dnnl_primitive_desc_t pd);
+// Attributes of every primitive here: a user scratchpad (primitives keep no
+// hidden per-call allocations and are safe to share; `execute` passes this
+// thread's scratch memory).
+Attr user_scratchpad();
+// Runs `p` on this thread's stream with `args` plus a scratchpad of `scratch_md`.
+void execute(dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
+             const dnnl_memory_desc_t& scratch_md, const char* what);
+// The implementation oneDNN picked for `pd` ("brg:avx512_core", "ref:any", ...).
+std::string implementation(const_dnnl_primitive_desc_t pd);
 
 }  // namespace shimkit
 

@@ -9,28 +9,8 @@
 
 namespace shimkit {
 
-size_t element_size(int32_t dtype) {
-  switch (dtype) {
-    case dtype::kUInt8:
-    case dtype::kInt8:
-    case dtype::kBool:
-      return 1;
-    case dtype::kInt16:
-    case dtype::kUInt16:
-    case dtype::kFloat16:
-    case dtype::kBFloat16:
-      return 2;
-    case dtype::kInt32:
-    case dtype::kUInt32:
-    case dtype::kFloat32:
-      return 4;
-    case dtype::kInt64:
-    case dtype::kUInt64:
-    case dtype::kFloat64:
-      return 8;
-    default:
-      throw ShimError("unsupported dtype " + std::to_string(dtype));
-  }
+void throw_unsupported_dtype(int32_t dtype) {
+  throw ShimError("unsupported dtype " + std::to_string(dtype));
 }
 
 bool is_known_dtype(int32_t dtype) {
@@ -75,31 +55,21 @@ const char* dtype_name(int32_t dtype) {
   }
 }
 
-void validate_device(int32_t device_type, int32_t device_index) {
-  // c10::DeviceType runs from CPU (0) to PrivateUse1 (20).
+void throw_bad_device(int32_t device_type, int32_t device_index) {
   if (device_type < device::kCPU || device_type > device::kPrivateUse1) {
     throw ShimError("unknown device type " + std::to_string(device_type));
   }
   if (device_type == device::kCPU) {
-    if (device_index != -1 && device_index != 0) {
-      throw ShimError("CPU device index must be -1 or 0, got " + std::to_string(device_index));
-    }
-    return;
+    throw ShimError("CPU device index must be -1 or 0, got " + std::to_string(device_index));
   }
-  if (device_index < 0) {
-    throw ShimError("negative index " + std::to_string(device_index) + " for device type " +
-                    std::to_string(device_type));
-  }
+  throw ShimError("negative index " + std::to_string(device_index) + " for device type " +
+                  std::to_string(device_type));
 }
 
-void DimVector::assign(const int64_t* values, size_t n) {
-  if (n > kInline) {
-    heap_.reset(new int64_t[n]);
-  } else {
-    heap_.reset();
-  }
+void DimVector::assign_heap(const int64_t* values, size_t n) {
+  heap_.reset(new int64_t[n]);
   size_ = n;
-  if (n > 0) std::memcpy(data(), values, n * sizeof(int64_t));
+  std::memcpy(heap_.get(), values, n * sizeof(int64_t));
 }
 
 bool DimVector::operator==(const DimVector& other) const {
@@ -312,19 +282,20 @@ SlimTensor SlimTensor::empty(const int64_t* sizes, const int64_t* strides, int64
   validate_device(device_type, device_index);
   const DeviceHooks& hooks = hooks_for(device_type);
   hooks.check_index(device_index);
-  const NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
-  return SlimTensor(hooks.allocate(g.nbytes, device_index), g.sizes.data(), g.strides.data(), ndim,
-                    0, dtype, device_type, device_index);
+  NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
+  std::shared_ptr<Storage> storage = hooks.allocate(g.nbytes, device_index);
+  return SlimTensor(Checked{}, std::move(storage), std::move(g.sizes), std::move(g.strides), dtype,
+                    device_type, device_index);
 }
 
 SlimTensor SlimTensor::empty_pinned(const int64_t* sizes, const int64_t* strides, int64_t ndim,
                                     int32_t dtype) {
-  const NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
+  NewGeometry g = new_geometry(sizes, strides, ndim, dtype);
   const DeviceHooks* accelerator = accelerator_hooks();
   std::shared_ptr<Storage> storage = accelerator != nullptr && accelerator->allocate_pinned
                                          ? accelerator->allocate_pinned(g.nbytes)
                                          : Storage::allocate(g.nbytes);
-  return SlimTensor(std::move(storage), g.sizes.data(), g.strides.data(), ndim, 0, dtype,
+  return SlimTensor(Checked{}, std::move(storage), std::move(g.sizes), std::move(g.strides), dtype,
                     device::kCPU, -1);
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shimkit {
@@ -52,16 +53,51 @@ class ShimError : public std::runtime_error {
   explicit ShimError(const std::string& what) : std::runtime_error(what) {}
 };
 
-// Bytes per element of a supported dtype; throws ShimError otherwise.
-size_t element_size(int32_t dtype);
+// Throws ShimError("unsupported dtype N"): element_size's cold path.
+[[noreturn]] void throw_unsupported_dtype(int32_t dtype);
+
+// Bytes per element of a supported dtype; throws ShimError otherwise. Inline:
+// every data_ptr() and itemsize() asks, many times per blob run.
+inline size_t element_size(int32_t dtype) {
+  switch (dtype) {
+    case dtype::kUInt8:
+    case dtype::kInt8:
+    case dtype::kBool:
+      return 1;
+    case dtype::kInt16:
+    case dtype::kUInt16:
+    case dtype::kFloat16:
+    case dtype::kBFloat16:
+      return 2;
+    case dtype::kInt32:
+    case dtype::kUInt32:
+    case dtype::kFloat32:
+      return 4;
+    case dtype::kInt64:
+    case dtype::kUInt64:
+    case dtype::kFloat64:
+      return 8;
+    default:
+      throw_unsupported_dtype(dtype);
+  }
+}
 // True for dtypes the slim shims can store (element_size would not throw).
 bool is_known_dtype(int32_t dtype);
 const char* dtype_name(int32_t dtype);
 
+// Throws ShimError naming what is wrong with a device: validate_device's cold path.
+[[noreturn]] void throw_bad_device(int32_t device_type, int32_t device_index);
+
 // Validates device type/index read from untrusted metadata: the type must be
 // one c10 knows, an accelerator index must not be negative, and CPU stays
 // unindexed (-1 or 0). Throws ShimError naming what is wrong.
-void validate_device(int32_t device_type, int32_t device_index);
+inline void validate_device(int32_t device_type, int32_t device_index) {
+  // c10::DeviceType runs from CPU (0) to PrivateUse1 (20).
+  const bool known = device_type >= device::kCPU && device_type <= device::kPrivateUse1;
+  const bool index_ok =
+      device_type == device::kCPU ? (device_index == -1 || device_index == 0) : device_index >= 0;
+  if (!known || !index_ok) throw_bad_device(device_type, device_index);
+}
 
 // Sizes or strides: up to kInline dimensions live inside the tensor object
 // (no allocation on the hot path), more go to the heap.
@@ -71,11 +107,25 @@ class DimVector {
   DimVector() = default;
   DimVector(const int64_t* values, size_t n) { assign(values, n); }
   DimVector(const DimVector& other) { assign(other.data(), other.size()); }
+  DimVector(DimVector&& other) noexcept { take(&other); }
   DimVector& operator=(const DimVector& other) {
     if (this != &other) assign(other.data(), other.size());
     return *this;
   }
-  void assign(const int64_t* values, size_t n);
+  DimVector& operator=(DimVector&& other) noexcept {
+    if (this != &other) take(&other);
+    return *this;
+  }
+  // Inline: tensors are created and copied several times per shim call.
+  void assign(const int64_t* values, size_t n) {
+    if (n > kInline) {
+      assign_heap(values, n);
+      return;
+    }
+    heap_.reset();
+    size_ = n;
+    for (size_t i = 0; i < n; ++i) inline_[i] = values[i];
+  }
   size_t size() const { return size_; }
   int64_t* data() { return heap_ ? heap_.get() : inline_; }
   const int64_t* data() const { return heap_ ? heap_.get() : inline_; }
@@ -88,6 +138,16 @@ class DimVector {
   bool operator!=(const DimVector& other) const { return !(*this == other); }
 
  private:
+  void assign_heap(const int64_t* values, size_t n);
+  // Moves `other`'s dims here (its heap block, or a copy of the inline ones).
+  void take(DimVector* other) noexcept {
+    size_ = other->size_;
+    heap_ = std::move(other->heap_);
+    if (!heap_) {
+      for (size_t i = 0; i < size_; ++i) inline_[i] = other->inline_[i];
+    }
+    other->size_ = 0;
+  }
   size_t size_ = 0;
   int64_t inline_[kInline] = {};
   std::unique_ptr<int64_t[]> heap_;
@@ -207,6 +267,17 @@ class SlimTensor {
                   int64_t storage_offset) const;
 
  private:
+  // A tensor over new storage sized for geometry empty() already checked
+  // (new_geometry): nothing is validated twice on the allocation hot path.
+  struct Checked {};
+  SlimTensor(Checked, std::shared_ptr<Storage> storage, DimVector sizes, DimVector strides,
+             int32_t dtype, int32_t device_type, int32_t device_index)
+      : storage_(std::move(storage)),
+        sizes_(std::move(sizes)),
+        strides_(std::move(strides)),
+        dtype_(dtype),
+        device_type_(device_type),
+        device_index_(device_index) {}
   void check_in_bounds() const;
   std::shared_ptr<Storage> storage_;
   DimVector sizes_;

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["shims/onednn_api.cpp", "shims/conv_onednn.cpp"]
+SOURCES = ["shims/onednn_api.cpp", "shims/conv_onednn.cpp", "shims/matmul_onednn.cpp"]
 
 
 def _compile(tmp_path: Path, include_first: list[str]) -> set[str]:

@@ -144,6 +144,9 @@ def sdpa(
         (4, 4, 9, 9, True, None),
         (4, 4, 5, 12, True, None),  # causal with fewer queries: top-left aligned
         (4, 4, 70, 70, True, None),  # more than one block of query rows
+        (2, 2, 40, 75, True, None),  # causal blocks with more keys than queries
+        (2, 2, 70, 70, True, "float [B,H,L,S]"),  # a mask on causal blocks
+        (2, 2, 300, 300, False, None),  # more than one non-causal block
         (8, 2, 9, 11, False, None),  # grouped-query attention
         (8, 2, 9, 9, True, None),
         (4, 4, 9, 11, False, "float [B,1,L,S]"),

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from tests.runtime.shimcall import Shims
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +153,155 @@ def test_bmm_matches_torch(sh: Shims) -> None:
     out = np.zeros((3, 4, 2), np.float32)
     sh.ok("aoti_torch_cpu_bmm_out", sh.wrap(out), sh.wrap(a), sh.wrap(b))
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+# m, k, n of GEMMs big enough (>= 1e6 flops, kOnednnMinFlops in shim_ops_cpu.cpp) for
+# oneDNN's matmul, and of ones that stay on OpenBLAS.
+BIG_GEMM = (24, 80, 272)
+SMALL_GEMM = (5, 7, 3)
+
+
+def _addmm(
+    sh: Shims,
+    out: np.ndarray,
+    bias: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    beta: float = 1.0,
+    alpha: float = 1.0,
+) -> None:
+    sh.ok(
+        "aoti_torch_cpu_addmm_out",
+        sh.wrap(out),
+        sh.wrap(bias),
+        sh.wrap(a),
+        sh.wrap(b),
+        ctypes.c_double(beta),
+        ctypes.c_double(alpha),
+    )
+
+
+def _bias(kind: str, m: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    shapes = {"1d": (n,), "row": (1, n), "col": (m, 1), "full": (m, n), "scalar": ()}
+    if kind == "expanded":  # a [m, n] view with stride 0 along rows
+        return np.broadcast_to(rng.standard_normal(n, dtype=np.float32), (m, n))
+    if kind == "padded":  # a [m, n] view of wider rows
+        return rng.standard_normal((m, n + 5), dtype=np.float32)[:, :n]
+    return np.asarray(rng.standard_normal(shapes[kind], dtype=np.float32))
+
+
+@pytest.mark.parametrize("bias_kind", ["1d", "row", "col", "full", "scalar", "expanded", "padded"])
+@pytest.mark.parametrize("transpose", [(False, False), (True, False), (False, True), (True, True)])
+def test_large_addmm_matches_torch(sh: Shims, transpose: tuple[bool, bool], bias_kind: str) -> None:
+    """The oneDNN path (fused bias, operands read in place with their strides)."""
+    m, k, n = BIG_GEMM
+    rng = np.random.default_rng(2)
+    m1 = rng.standard_normal((m, k), dtype=np.float32)
+    m2 = rng.standard_normal((k, n), dtype=np.float32)
+    a = np.ascontiguousarray(m1.T).T if transpose[0] else m1
+    b = np.ascontiguousarray(m2.T).T if transpose[1] else m2
+    bias = _bias(bias_kind, m, n, rng)
+    out = np.full((m, n), np.nan, np.float32)
+    _addmm(sh, out, bias, a, b)
+    want = torch.addmm(torch.from_numpy(np.array(bias)), torch.from_numpy(m1), torch.from_numpy(m2))
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_large_addmm_strided_rows_and_scalars(sh: Shims) -> None:
+    """Row strides wider than a row (views of wider arrays, out too), beta 0 ignoring
+    a NaN self, alpha and beta other than 1 (the BLAS path), and self that is out."""
+    m, k, n = BIG_GEMM
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k + 3), dtype=np.float32)[:, :k]
+    b = rng.standard_normal((k, n + 7), dtype=np.float32)[:, :n]
+    bias = rng.standard_normal(n, dtype=np.float32)
+    ta, tb, tbias = (torch.from_numpy(np.array(x)) for x in (a, b, bias))
+    wide = np.zeros((m, n + 4), np.float32)
+    out = wide[:, :n]
+    _addmm(sh, out, bias, a, b)
+    np.testing.assert_allclose(out, torch.addmm(tbias, ta, tb).numpy(), rtol=1e-4, atol=1e-4)
+    assert not wide[:, n:].any(), "wrote past the rows of out"
+
+    out = np.zeros((m, n), np.float32)
+    _addmm(sh, out, np.full(n, np.nan, np.float32), a, b, beta=0.0)
+    np.testing.assert_allclose(out, (ta @ tb).numpy(), rtol=1e-4, atol=1e-4)
+
+    _addmm(sh, out, bias, a, b, beta=0.5, alpha=2.0)
+    want = torch.addmm(tbias, ta, tb, beta=0.5, alpha=2.0)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-4)
+
+    # In place: out = out + a @ b (self is out, read while it is written).
+    start = rng.standard_normal((m, n), dtype=np.float32)
+    out = start.copy()
+    handle = sh.wrap(out)
+    sh.ok(
+        "aoti_torch_cpu_addmm_out",
+        handle,
+        handle,
+        sh.wrap(a),
+        sh.wrap(b),
+        ctypes.c_double(1.0),
+        ctypes.c_double(1.0),
+    )
+    want = torch.addmm(torch.from_numpy(start), ta, tb)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_large_mm_matches_torch(sh: Shims) -> None:
+    m, k, n = BIG_GEMM
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = np.ascontiguousarray(rng.standard_normal((n, k), dtype=np.float32)).T
+    out = np.zeros((m, n), np.float32)
+    sh.ok("aoti_torch_cpu_mm_out", sh.wrap(out), sh.wrap(a), sh.wrap(b))
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+    bad = np.zeros((k + 1, n), np.float32)  # negative control: mismatched shapes refused
+    assert sh.call("aoti_torch_cpu_mm_out", sh.wrap(out), sh.wrap(a), sh.wrap(bad)) != 0
+    assert "gemm shape mismatch" in sh.error()
+
+
+_WHICH_GEMM_LIBRARY = """
+import ctypes, sys
+import numpy as np
+from shimkit.config import load_config
+from tests.runtime.shimcall import Shims
+from tests.runtime.test_shims import BIG_GEMM, SMALL_GEMM, _addmm
+
+def dnnl_loaded():
+    return any("libdnnl" in line for line in open("/proc/self/maps"))
+
+sh = Shims(ctypes.CDLL(sys.argv[1]), load_config())
+seen = []
+for m, k, n in (SMALL_GEMM, BIG_GEMM):
+    a = np.ones((m, k), np.float32)
+    b = np.ones((k, n), np.float32)
+    out = np.zeros((m, n), np.float32)
+    _addmm(sh, out, np.ones(n, np.float32), a, b)
+    assert (out == k + 1).all()
+    seen.append(dnnl_loaded())
+print(seen)
+"""
+
+
+@pytest.mark.parametrize(("switch", "want"), [(None, "[False, True]"), ("0", "[False, False]")])
+def test_only_large_gemms_load_onednn(libs, switch: str | None, want: str) -> None:
+    """A fresh process: a small addmm leaves oneDNN unloaded (OpenBLAS), a large one
+    opens it; with SHIMKIT_ONEDNN=0 (the control) nothing does and the result holds."""
+    env = {k: v for k, v in os.environ.items() if k != "SHIMKIT_ONEDNN"}
+    if switch is not None:
+        env["SHIMKIT_ONEDNN"] = switch
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WHICH_GEMM_LIBRARY, str(libs.shims)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == want
 
 
 def _conv(
