@@ -131,15 +131,7 @@ def test_addmm_matches_torch(sh: Shims, transpose: tuple[bool, bool]) -> None:
     b = np.ascontiguousarray(m2.T).T if transpose[1] else m2
     bias = rng.standard_normal(3, dtype=np.float32)
     out = np.zeros((5, 3), np.float32)
-    sh.ok(
-        "aoti_torch_cpu_addmm_out",
-        sh.wrap(out),
-        sh.wrap(bias),
-        sh.wrap(a),
-        sh.wrap(b),
-        ctypes.c_double(0.5),
-        ctypes.c_double(2.0),
-    )
+    _addmm(sh, out, bias, a, b, beta=0.5, alpha=2.0)
     want = torch.addmm(
         torch.from_numpy(bias), torch.from_numpy(m1), torch.from_numpy(m2), beta=0.5, alpha=2.0
     )
