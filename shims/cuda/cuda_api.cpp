@@ -79,6 +79,14 @@ Runtime load_runtime() {
   bind(lib, "cudaGraphDestroy", &rt.graph_destroy, &no_graphs);
   if (!no_graphs.empty())
     rt.graphs_error = rt.library + ": no CUDA graphs (missing " + no_graphs + ")";
+  std::string no_timing;
+  bind(lib, "cudaEventCreate", &rt.event_create, &no_timing);
+  bind(lib, "cudaEventRecord", &rt.event_record, &no_timing);
+  bind(lib, "cudaEventElapsedTime", &rt.event_elapsed_time, &no_timing);
+  bind(lib, "cudaEventDestroy", &rt.event_destroy, &no_timing);
+  bind(lib, "cudaLaunchHostFunc", &rt.launch_host_func, &no_timing);
+  if (!no_timing.empty())
+    rt.timing_error = rt.library + ": no device timing (missing " + no_timing + ")";
   int count = 0;
   const Error err = rt.get_device_count(&count);
   if (err != kSuccess || count <= 0) {

@@ -19,9 +19,10 @@ namespace shimkit {
 namespace cuda {
 
 // `Err` is cudaError_t, `Stream` cudaStream_t, `Kind` cudaMemcpyKind, `Graph`
-// cudaGraph_t, `GraphExec` cudaGraphExec_t, `CaptureMode` cudaStreamCaptureMode.
+// cudaGraph_t, `GraphExec` cudaGraphExec_t, `CaptureMode` cudaStreamCaptureMode,
+// `Event` cudaEvent_t, `HostFn` cudaHostFn_t.
 template <typename Err, typename Stream, typename Kind, typename Graph, typename GraphExec,
-          typename CaptureMode>
+          typename CaptureMode, typename Event, typename HostFn>
 struct CudartSignatures {
   using GetDeviceCount = Err (*)(int*);
   using GetDevice = Err (*)(int*);
@@ -45,6 +46,13 @@ struct CudartSignatures {
   using GraphLaunch = Err (*)(GraphExec, Stream);
   using GraphExecDestroy = Err (*)(GraphExec);
   using GraphDestroy = Err (*)(Graph);
+  // Device-side timing (autotune.h): events, and a host function that holds
+  // a stream until the work to time is enqueued.
+  using EventCreate = Err (*)(Event*);
+  using EventRecord = Err (*)(Event, Stream);
+  using EventElapsedTime = Err (*)(float*, Event, Event);
+  using EventDestroy = Err (*)(Event);
+  using LaunchHostFunc = Err (*)(Stream, HostFn, void*);
 };
 
 // `Status` is cublasStatus_t, `Handle` cublasHandle_t, `Op` cublasOperation_t.
@@ -76,7 +84,8 @@ constexpr int kOpT = 1;                    // CUBLAS_OP_T
 constexpr unsigned kStreamNonBlocking = 1;  // cudaStreamNonBlocking
 constexpr int kCaptureModeRelaxed = 2;      // cudaStreamCaptureModeRelaxed
 
-using Cudart = CudartSignatures<Error, Stream, int, void*, void*, int>;
+using HostFn = void (*)(void*);
+using Cudart = CudartSignatures<Error, Stream, int, void*, void*, int, void*, HostFn>;
 using Cublas = CublasSignatures<int, void*, Stream, int>;
 
 // The loaded CUDA runtime. `ok` is false when no libcudart could be opened,
@@ -110,6 +119,14 @@ struct Runtime {
   Cudart::GraphExecDestroy graph_exec_destroy = nullptr;
   Cudart::GraphDestroy graph_destroy = nullptr;
   std::string graphs_error;  // empty: all graph functions present
+  // Optional: null when the runtime cannot time on the device (then
+  // timing_error says so, and nothing is timed: autotune.h).
+  Cudart::EventCreate event_create = nullptr;
+  Cudart::EventRecord event_record = nullptr;
+  Cudart::EventElapsedTime event_elapsed_time = nullptr;
+  Cudart::EventDestroy event_destroy = nullptr;
+  Cudart::LaunchHostFunc launch_host_func = nullptr;
+  std::string timing_error;  // empty: all timing functions present
 };
 
 struct BlasLibrary {

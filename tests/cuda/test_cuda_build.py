@@ -20,7 +20,8 @@ SIGNATURE_CHECK = """
 #include "shims/cuda/cuda_api.h"
 using Official = shimkit::cuda::CudartSignatures<cudaError_t, cudaStream_t, cudaMemcpyKind,
                                                  cudaGraph_t, cudaGraphExec_t,
-                                                 cudaStreamCaptureMode>;
+                                                 cudaStreamCaptureMode, cudaEvent_t,
+                                                 cudaHostFn_t>;
 // Initialising a pointer of the declared type picks the one overload with
 // exactly that type (nvcc adds template overloads) or fails to compile.
 #define SAME(fn, sig) [[maybe_unused]] static const Official::sig check_##sig##_##fn = &::fn;
@@ -45,6 +46,11 @@ SAME(cudaGraphInstantiate, GraphInstantiate)
 SAME(cudaGraphLaunch, GraphLaunch)
 SAME(cudaGraphExecDestroy, GraphExecDestroy)
 SAME(cudaGraphDestroy, GraphDestroy)
+SAME(cudaEventCreate, EventCreate)
+SAME(cudaEventRecord, EventRecord)
+SAME(cudaEventElapsedTime, EventElapsedTime)
+SAME(cudaEventDestroy, EventDestroy)
+SAME(cudaLaunchHostFunc, LaunchHostFunc)
 static_assert(cudaStreamNonBlocking == shimkit::cuda::kStreamNonBlocking, "non-blocking");
 static_assert(cudaStreamCaptureModeRelaxed == shimkit::cuda::kCaptureModeRelaxed, "relaxed");
 static_assert(sizeof(cudaStreamCaptureMode) == sizeof(int), "capture mode size");

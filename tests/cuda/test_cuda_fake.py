@@ -278,7 +278,7 @@ def test_one_eager_convolution_is_one_cudnn_execute_once_planned(
         "plans_built": 0, "malloc": 0, "sync": 0, "copy": 0, "cudnn_heuristics": 0,
         "cudnn_exec_plans": 0, "cudnn_variant_packs": 0, "cudnn_executes": 5,
         "cudnn_forward": 0, "cudnn_add": 5, "cudnn_set_stream": 0, "cudnn_transform": 0,
-        "cudnn_slow_runs": 0,
+        "cudnn_slow_runs": 0, "host_fns": 0, "live_events": 0,
     }  # fmt: skip
     # Control: the counters do see plan building; five new geometries build five plans.
     new = r["five_new_geometries"]
@@ -297,7 +297,9 @@ def test_cudnn_engines_are_timed_once_and_the_fastest_kept(
     first = r["first"]
     assert first["cudnn_exec_plans"] == 2  # both float32 engines planned (not the TF32 one)
     assert first["cudnn_slow_runs"] == 1 + 5  # its warm-up and timed runs, then never again
-    assert first["sync"] == 4  # two per timed engine; none afterwards
+    # Timed on the device: per timed engine, its five runs held behind one host function
+    # (the gate) and bracketed by events, then one synchronisation; none afterwards.
+    assert (first["sync"], first["host_fns"], first["live_events"]) == (2, 2, 0)
     more = r["five_more"]
     assert (more["cudnn_slow_runs"], more["cudnn_executes"], more["sync"]) == (0, 5, 0)
     for name, case in conv_cases(
@@ -309,6 +311,11 @@ def test_cudnn_engines_are_timed_once_and_the_fastest_kept(
         cuda_libs, fakes, "conv_calls", FAKE_CUDNN_SLOW_FIRST="1", SHIMKIT_CUDNN_AUTOTUNE="0"
     )
     assert (untimed["first"]["cudnn_exec_plans"], untimed["five_more"]["cudnn_slow_runs"]) == (1, 5)
+    # Control: a runtime that cannot time on the device times nothing (no host-clock
+    # guess): cuDNN's first-ranked engine is kept, after its one warm-up run.
+    blind = scenario(cuda_libs, fakes, "conv_calls", FAKE_CUDNN_SLOW_FIRST="1",
+                     FAKE_CUDA_NO_EVENTS="1")  # fmt: skip
+    assert (blind["first"]["host_fns"], blind["five_more"]["cudnn_slow_runs"]) == (0, 5)
 
 
 def test_cudnn_layout_check_catches_a_misread_filter(

@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int g_device = 0;
 static long g_mallocs = 0, g_frees = 0, g_host_allocs = 0, g_syncs = 0, g_copies = 0;
+static long g_host_fns = 0, g_events = 0;
 
 long fake_cuda_counter(const char* name) {
   if (strcmp(name, "malloc") == 0) return g_mallocs;
@@ -16,6 +18,8 @@ long fake_cuda_counter(const char* name) {
   if (strcmp(name, "host_alloc") == 0) return g_host_allocs;
   if (strcmp(name, "sync") == 0) return g_syncs;
   if (strcmp(name, "copy") == 0) return g_copies;
+  if (strcmp(name, "host_fns") == 0) return g_host_fns;
+  if (strcmp(name, "live_events") == 0) return g_events;
   return -1;
 }
 
@@ -70,15 +74,73 @@ int cudaMemsetAsync(void* p, int v, size_t n, void* stream) {
   memset(p, v, n);
   return 0;
 }
+/* Host functions (cudaLaunchHostFunc) wait for the next synchronisation: work
+ * runs at the call here, and a real stream runs what follows a host function
+ * only once it returns, so running it at once would let a function that waits
+ * for the caller (autotune.h's gate) wait for itself. */
+static void (*g_host_fn)(void*) = NULL;
+static void* g_host_data = NULL;
+static void run_host_fn(void) {
+  if (g_host_fn != NULL) {
+    void (*fn)(void*) = g_host_fn;
+    g_host_fn = NULL;
+    fn(g_host_data);
+  }
+}
+int cudaLaunchHostFunc(void* stream, void (*fn)(void*), void* data) {
+  (void)stream;
+  run_host_fn(); /* one pending at a time is all the shims enqueue */
+  g_host_fn = fn;
+  g_host_data = data;
+  ++g_host_fns;
+  return 0;
+}
 int cudaStreamSynchronize(void* stream) {
   (void)stream;
+  run_host_fn();
   ++g_syncs;
   return 0;
 }
 int cudaDeviceSynchronize(void) {
+  run_host_fn();
   ++g_syncs;
   return 0;
 }
+
+/* Events record the host clock: work runs at the call, so the time between two
+ * records is the time of what ran between them (a slow fake engine's sleep). */
+typedef struct {
+  double ms;
+  int recorded;
+} FakeEvent;
+int cudaEventCreate(void** event) {
+  const char* off = getenv("FAKE_CUDA_NO_EVENTS"); /* a runtime that cannot time */
+  if (off != NULL && off[0] == '1') return 1;
+  *event = calloc(1, sizeof(FakeEvent));
+  if (*event == NULL) return 2;
+  ++g_events;
+  return 0;
+}
+int cudaEventDestroy(void* event) {
+  free(event);
+  --g_events;
+  return 0;
+}
+int cudaEventRecord(void* event, void* stream) {
+  (void)stream;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  ((FakeEvent*)event)->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+  ((FakeEvent*)event)->recorded = 1;
+  return 0;
+}
+int cudaEventElapsedTime(float* ms, void* start, void* stop) {
+  const FakeEvent *a = (const FakeEvent*)start, *b = (const FakeEvent*)stop;
+  if (!a->recorded || !b->recorded) return 600; /* cudaErrorNotReady */
+  *ms = (float)(b->ms - a->ms);
+  return 0;
+}
+
 const char* cudaGetErrorString(int err) {
   switch (err) {
     case 0:
