@@ -1,7 +1,8 @@
 """The whole GPU experiment, one command on the H200 machine (see docs/cuda.md).
 
     python3 tools/gpu/cuda_experiment.py OUT_DIR [--budget SECONDS] [--models a,b,...]
-                                                 [--reuse-blobs DIR]
+                                                 [--reuse-blobs DIR] [--rounds N]
+                                                 [--baseline-tree DIR] [--zoo [a,b,...]]
 
 For ResNet-18, MobileNetV3-small, a 2-layer BERT, an LSTM, an MLP, a GPT-2-like decoder
 and a TransformerEncoder (tools/gpu/cuda_models.py) it measures, in one run and on the
@@ -12,10 +13,16 @@ parallel); then, one model at a time on a quiet machine, the slim step and torch
 step; then the device time per run of ResNet-18 and BERT on both sides (torch's
 profiler), the convolution models with cuDNN's first-ranked engines untimed (for
 comparison), the per-call breakdown and the binding proof next to libtorch_cuda; last,
-budget permitting, a float16 conv net and a model of the ops beside attention. Every
-step runs in its own subprocess with a time limit, so a failing or crashing model never
-stops the others; steps that would start after --budget seconds (default 470) are
-skipped and listed.
+budget permitting, a float16 conv net and a model of the ops beside attention. Between
+the two, --rounds N (default 3) interleaved rounds of the issue's replay target: per
+round and model, the slim replay at torch's default math (TF32 convolutions) and torch's
+runner, one after the other, the order alternating between rounds, each in a fresh
+process; the ratio is taken per round (torch's host time moves between processes and
+runs, so a single pair of figures can land either side of a target). --baseline-tree DIR
+builds the slim libraries of another checkout too and runs them in the same rounds (an
+A/B of a change, same machine, same blobs). Every step runs in its own subprocess with a
+time limit, so a failing or crashing model never stops the others; steps that would start
+after --budget seconds (default 470) are skipped and listed.
 Logs: OUT_DIR/logs/<step>.log; results: OUT_DIR/<step>.json; OUT_DIR/summary.json
 collects them with a table per model. Needs python3 with a CUDA torch and numpy, g++,
 and the wheels in tools/gpu/wheels (starlark-pyo3), which are unpacked, not installed.
@@ -32,6 +39,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -217,18 +225,65 @@ def zoo_models() -> list[str]:
     raise SystemExit("tests/models/zoo.py: no ZOO table")
 
 
+def zoo_verdict(result: dict[str, Any]) -> str | None:
+    """One line: the slim runtime against eager and against torch's runner on the same blob."""
+    if "match" not in result:
+        return None
+    if result["match"]:
+        return "matches eager"
+    if result.get("slim_matches_peer") and not result.get("peer_matches_eager"):
+        return (
+            "differs from eager, and torch's runner on the same blob gives the same outputs: "
+            "the blob's (Inductor's) difference, not the slim runtime's"
+        )
+    if "peer_error" in result:
+        return f"differs from eager; torch's runner not compared ({result['peer_error']})"
+    return "differs from eager and from torch's runner on the same blob: the slim runtime's"
+
+
 def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
     result = exp.result(f"zoo_{name}") or {}
     return {
         "match": result.get("match"),
+        "verdict": zoo_verdict(result),
+        "peer_matches_eager": result.get("peer_matches_eager"),
+        "slim_matches_peer": result.get("slim_matches_peer"),
+        "shape_warnings": result.get("shape_warnings"),
         "runs": [
             (r.get("input_shapes"), r.get("match"), r.get("max_rel_diff"))
             for r in result.get("runs", [])
         ],
         "attention_calls_in_math_form": result.get("attention_calls_in_math_form"),
         "closure_error": result.get("closure_error"),
+        "peer_error": result.get("peer_error"),
         "step": exp.steps.get(f"zoo_{name}"),
     }
+
+
+def interleaved(
+    exp: Experiment, models: list[str], rounds: int, sides: list[str]
+) -> dict[str, Any]:
+    """Per model: each side's figure per round, the slim/torch ratio per round, its median."""
+    table: dict[str, Any] = {}
+    for name in models:
+        row: dict[str, Any] = {}
+        for side in sides:
+            key = "default_math" if side == "torch" else "replay"
+            row[f"{side}_us"] = [get(exp.result(f"round{r}_{side}_{name}"), key, "us_per_run")
+                                 for r in range(rounds)]  # fmt: skip
+        row["replays_match"] = [
+            get(exp.result(f"round{r}_{side}_{name}"), "replay", "runs_match")
+            for r in range(rounds)
+            for side in sides
+            if side != "torch"
+        ]
+        for side in (s for s in sides if s != "torch"):
+            ratios = [ratio(a, b) for a, b in zip(row[f"{side}_us"], row["torch_us"], strict=True)]
+            known = [x for x in ratios if x is not None]
+            row[f"{side}_vs_torch"] = ratios
+            row[f"{side}_vs_torch_median"] = statistics.median(known) if known else None
+        table[name] = row
+    return table
 
 
 def targets(table: dict[str, dict[str, object]]) -> dict[str, object]:
@@ -254,6 +309,12 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=470.0, help="seconds (default 470)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--reuse-blobs", type=Path, help="MODEL.so + MODEL.npz of an earlier run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="another checkout whose slim libraries also run in the interleaved rounds",
+    )
     parser.add_argument(
         "--zoo",
         nargs="?",
@@ -298,6 +359,11 @@ def main() -> int:
     # Stage 1: the libraries first (every compile checks its blob against their exports,
     # through $SHIMKIT_LIB_DIR), then the cuDNN check and every model's blob in parallel.
     exp.step("build", [py, str(GPU / "build_cuda_libs.py"), str(build)], 150)
+    baseline = work / "build-baseline"
+    if args.baseline_tree:
+        tree = args.baseline_tree.resolve()
+        exp.step("build_baseline", [py, str(tree / "tools" / "gpu" / "build_cuda_libs.py"),
+                 str(baseline)], 150)  # fmt: skip
     jobs: dict[str, tuple[list[str], dict[str, str]]] = {"cudnn_check": (cudnn_check_argv(), {})}
     compile_env = {"TORCHINDUCTOR_COMPILE_THREADS": "2"}
     for name in [*models, "mlp_cpu"]:
@@ -336,6 +402,22 @@ def main() -> int:
     main_models = [m for m in models if m not in EXTRA_MODELS]
     for name in main_models:
         measure(name)
+    # Stage 2b: interleaved rounds of the replay target (torch's default math on both sides).
+    sides = ["slim", "torch", *(["baseline"] if args.baseline_tree else [])]
+    round_models = [m for m in ISSUE_MODELS if m in models]
+    for r in range(args.rounds):
+        for name in round_models:
+            tf32 = ["--tf32"] if name in CONV_MODELS else []
+            for side in sides if r % 2 == 0 else sides[::-1]:
+                json_out = str(out / f"round{r}_{side}_{name}.json")
+                if side == "torch":
+                    argv = [py, "step_torch_runner.py", str(blobs), json_out, name,
+                            "--default-only"]  # fmt: skip
+                else:
+                    lib = build if side == "slim" else baseline
+                    argv = [py, "step_slim.py", str(lib), str(blobs), json_out, name,
+                            "--replay-only", *tf32]  # fmt: skip
+                exp.step(f"round{r}_{side}_{name}", argv, TORCH_LIMIT)
     # Stage 3: the diagnosis (device time per run on each side, cuDNN's first-ranked
     # engines untimed, per-call costs), the proofs.
     for name in (m for m in PROFILED_MODELS if m in models):
@@ -344,6 +426,10 @@ def main() -> int:
             exp.step(f"profile_{side}_{name}", [py, "step_profile.py", str(build), str(blobs),
                      str(out / f"profile_{side}_{name}.json"), name, side, *tf32],
                      TORCH_LIMIT)  # fmt: skip
+        if args.baseline_tree:  # the baseline's kernels, for the A/B
+            exp.step(f"profile_baseline_{name}", [py, "step_profile.py", str(baseline),
+                     str(blobs), str(out / f"profile_baseline_{name}.json"), name, "slim",
+                     *tf32], TORCH_LIMIT)  # fmt: skip
     for name in (m for m in CONV_MODELS if m in models):
         exp.step(f"slim_untimed_{name}", [py, "step_slim.py", str(build), str(blobs),
                  str(out / f"slim_untimed_{name}.json"), name, "--bench-only"], SLIM_LIMIT,
@@ -364,20 +450,22 @@ def main() -> int:
     summary["steps"] = exp.steps
     summary["table"] = model_table(exp, models)
     summary["targets"] = targets(summary["table"])
+    summary["interleaved"] = interleaved(exp, round_models, args.rounds, sides)
     for name in ("probe", "breakdown", "breakdown_legacy"):
         summary[name] = exp.result(name)
     summary["profiles"] = {
         f"{side}_{name}": exp.result(f"profile_{side}_{name}")
         for name in PROFILED_MODELS
-        for side in ("slim", "torch")
-        if name in models
+        for side in ("slim", "torch", "baseline")
+        if name in models and exp.result(f"profile_{side}_{name}") is not None
     }
     summary["controls"] = get(exp.result("slim_mlp"), "controls")
     summary["zoo"] = {name: zoo_row(exp, name) for name in zoo}
     summary["cudnn_check"] = exp.steps.get("cudnn_check")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({"table": summary["table"], "targets": summary["targets"],
-                      "zoo": summary["zoo"]}, indent=1))  # fmt: skip
+                      "interleaved": summary["interleaved"], "zoo": summary["zoo"]},
+                     indent=1))  # fmt: skip
     return 0
 
 

@@ -10,7 +10,12 @@ No torch in this process: numpy, ctypes and the slim libraries, through the pack
   allowed in cuDNN;
 - which library ran every convolution (cuDNN graph API, legacy API, host) and GEMM.
 
+With --replay-only, only the replay at torch's default math (TF32 convolutions with
+--tf32): loaded, checked against the reference, timed; what the interleaved rounds of
+cuda_experiment.py run next to torch's runner.
+
     python3 step_slim.py BUILD_DIR BLOB_DIR OUT_JSON MODEL [--bench-only] [--controls]
+                         [--replay-only [--tf32]]
 """
 
 from __future__ import annotations
@@ -140,6 +145,27 @@ def controls(rt: CudaRuntime, blobs: Path) -> dict[str, object]:
     return r
 
 
+def replay_only(
+    rt: CudaRuntime,
+    source: BlobSource,
+    inputs: list[np.ndarray],
+    expected: list[np.ndarray],
+    tf32: bool,
+) -> dict[str, Any]:
+    """Replay alone: checked on three runs, then timed (at TF32's precision with `tf32`)."""
+    rt.cudnn_tf32 = tf32
+    entry: dict[str, Any] = {"math": "TF32 in cuDNN convolutions, float32 GEMMs" if tf32
+                             else "float32 (cuDNN FMA math, cuBLAS(Lt) 32F compute)"}  # fmt: skip
+    graphs = load(rt, source, entry, graphs=True)
+    tolerance = TF32_TOLERANCE if tf32 else None
+    entry["runs_match"] = [compare(graphs(*inputs), expected, tolerance)["match"]
+                           for _ in range(3)]  # fmt: skip
+    entry.update(timed(graphs, inputs))
+    entry["graph_status_after"] = graphs.graph_status
+    graphs.close()
+    return entry
+
+
 def main() -> int:
     faulthandler.enable()
     build, blobs, out, name = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
@@ -166,6 +192,10 @@ def main() -> int:
     inputs = [ref[k] for k in sorted(ref.files) if k.startswith("in")]
     expected = [ref[f"out{i}"] for i in range(len([k for k in ref.files if k.startswith("out")]))]
     source = BlobSource(so, None, so.read_bytes())
+    if "--replay-only" in sys.argv:
+        report["replay"] = replay_only(rt, source, inputs, expected, "--tf32" in sys.argv)
+        save()
+        return 0
     # Eager, true float32.
     eager: dict[str, Any] = {"math": "float32 (cuDNN FMA math, cuBLAS(Lt) 32F compute)"}
     report["eager"] = eager

@@ -5,9 +5,10 @@ shimkit's forwarding library (`<prefix>aoti_torch_x` -> libtorch's `aoti_torch_x
 global, so both sides run the same kernels and shim calls. Inputs are CUDA tensors;
 every call is followed by a synchronize, like the slim bench. Measured twice: with
 torch's default math (TF32 allowed in cuDNN convolutions, float32 matmuls) and with
-TF32 off everywhere (the slim runtime's default math).
+TF32 off everywhere (the slim runtime's default math); with --default-only, torch's
+default math alone (the interleaved rounds of cuda_experiment.py).
 
-    python3 step_torch_runner.py BLOB_DIR OUT_JSON MODEL
+    python3 step_torch_runner.py BLOB_DIR OUT_JSON MODEL [--default-only]
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ def main() -> int:
     default.update(compare(runner.run(inputs), expected))
     default.update(timed(torch, runner, inputs))
     out.write_text(json.dumps(report, indent=1))
+    if "--default-only" in sys.argv:
+        return 0
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     strict: dict[str, Any] = {

@@ -8,7 +8,11 @@ compiled the way `shimkit compile --device cuda` does (attention in math form, k
 embedded, checked against the slim CUDA shims), run on the slim CUDA runtime for every
 input set the zoo gives (the dynamic MLP: batch 4, 2 and 200) and compared with float32
 eager on the GPU within the zoo's tolerance (ZooModel.rtol, what the CPU suite uses;
-integers and bools exactly).
+integers and bools exactly). The same blob also runs on torch's own runner
+(step_zoo_peer.py, its own process): each run says whether the slim runtime gives what
+torch's runner gives, so an output that differs from eager in both is the blob's
+(Inductor's), not the slim runtime's. Outputs compile compiled in another shape than the
+exported program's are listed (`shape_warnings`, shimkit.aot.outputs).
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+PEER_LIMIT = 150  # seconds for torch's runner on every input set (its import included)
 
 
 def to_device(value: Any, device: str) -> Any:
@@ -64,6 +70,31 @@ def compare(got: list[np.ndarray], expected: list[Any], rtol: float) -> dict[str
     return {"match": all(o is True for o in outputs), "max_rel_diff": worst, "outputs": outputs}
 
 
+def as_numpy(t: Any) -> np.ndarray:
+    """A torch tensor's values on the host: floats as float64 (bfloat16 has no numpy type)."""
+    t = t.detach().cpu()
+    return t.double().numpy() if t.is_floating_point() else t.numpy()
+
+
+def run_peer(pt2: Path, input_sets: list[tuple[Any, ...]], work: Path) -> list[Any] | str:
+    """torch's runner's outputs for every input set (step_zoo_peer.py), or why there are none."""
+    import torch
+
+    inputs, outputs = work / f"{pt2.stem}.peer-in.pt", work / f"{pt2.stem}.peer-out.pt"
+    torch.save([[t.detach().cpu() for t in s] for s in input_sets], inputs)
+    argv = [sys.executable, str(Path(__file__).with_name("step_zoo_peer.py")), str(pt2),
+            str(inputs), str(outputs)]  # fmt: skip
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_LIMIT)
+    except subprocess.TimeoutExpired:
+        return f"torch's runner: no result in {PEER_LIMIT} s"
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        return f"torch's runner failed (rc {done.returncode}): {' | '.join(tail)}"
+    result: list[Any] = torch.load(outputs, weights_only=True)
+    return result
+
+
 def main() -> int:
     faulthandler.enable()
     out, name, work = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -91,21 +122,25 @@ def main() -> int:
     exported, report["attention_calls_in_math_form"] = decompose_attention(torch, exported)
     pt2 = work / f"zoo_{name}.pt2"
     try:
-        compile_exported(exported, pt2, force=True, label=name, show_progress=False,
-                         target="slim-cuda", device="cuda")  # fmt: skip
+        compiled = compile_exported(exported, pt2, force=True, label=name, show_progress=False,
+                                    target="slim-cuda", device="cuda")  # fmt: skip
     except ShimkitError as exc:
         report["closure_error"] = str(exc)
         save()
         return 1
     report["compile_seconds"] = round(time.perf_counter() - start, 1)
+    report["shape_warnings"] = compiled.shape_warnings
     save()
     slim = shimkit.runtime.load(pt2, device="cuda")
     report["runs"] = []
+    slim_outputs, eager_outputs = [], []
     with torch.no_grad():
         for inputs in input_sets:
             expected = model(*inputs)
             expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
             got = slim(*inputs)
+            slim_outputs.append(got)
+            eager_outputs.append(expected)
             run = {
                 "input_shapes": [list(v.shape) for v in inputs],
                 **compare(got, expected, zoo.rtol),
@@ -119,6 +154,19 @@ def main() -> int:
             save()
     slim.close()
     report["match"] = all(r["match"] for r in report["runs"])
+    save()
+    # The peer: torch's runner on the same blob, against eager and against the slim runtime.
+    peer = run_peer(pt2, input_sets, work)
+    if isinstance(peer, str):
+        report["peer_error"] = peer
+    else:
+        for run, got, expected, theirs in zip(
+            report["runs"], slim_outputs, eager_outputs, peer, strict=True
+        ):
+            run["peer_vs_eager"] = compare([as_numpy(t) for t in theirs], expected, zoo.rtol)
+            run["slim_vs_peer"] = compare(got, theirs, zoo.rtol)
+        report["peer_matches_eager"] = all(r["peer_vs_eager"]["match"] for r in report["runs"])
+        report["slim_matches_peer"] = all(r["slim_vs_peer"]["match"] for r in report["runs"])
     save()
     print(json.dumps(report))
     return 0 if report["match"] else 1

@@ -1,0 +1,46 @@
+"""GPU experiment step: torch's own CUDA runner on a zoo model's blob (step_zoo.py's peer).
+
+The blob of the package step_zoo.py compiled runs on torch's `AOTIModelContainerRunnerCuda`
+with shimkit's forwarding library global (as in step_torch_runner.py), on every input set
+step_zoo.py saved; the outputs are saved for step_zoo.py to compare with the slim runtime's
+and with eager. Its own process: the forwarding library and the slim CUDA shims export the
+same prefixed names, so one process holds one of them.
+
+    python3 step_zoo_peer.py PACKAGE.pt2 INPUTS.pt OUTPUTS.pt
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    faulthandler.enable()
+    package, inputs_path, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    import torch
+    from shimkit.aot.forward import build_forwarding_library, load_forwarding_library
+    from shimkit.aot.pt2 import read_blobs
+    from shimkit.config import load_config
+    from shimkit.header import find_torch, shim_names
+    from step_torch_runner import make_runner
+
+    [blob] = read_blobs(package).values()
+    so = out.with_suffix(".so")
+    so.write_bytes(blob)
+    load_forwarding_library(build_forwarding_library(shim_names(find_torch().include_dir),
+                                                     load_config()))  # fmt: skip
+    runner = make_runner(torch, so)
+    input_sets = torch.load(inputs_path, weights_only=True)
+    outputs = []
+    with torch.no_grad():
+        for inputs in input_sets:
+            got = runner.run([t.cuda() for t in inputs])
+            outputs.append([t.cpu() for t in got])
+    torch.save(outputs, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
