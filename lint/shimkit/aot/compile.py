@@ -7,7 +7,9 @@ without libtorch, without an executable stack, and exports only its
 `AOTInductor*` entry points. Before the package is moved into place every
 blob is linted (`shimkit.checks.blob`: no finding at all, errors or warnings)
 against the shims of its target runtime (`shimkit.aot.targets`): the package
-loads there, or compile fails naming each missing shim and the fix.
+loads there, or compile fails naming each missing shim and the fix. An output
+Inductor compiles in another shape than the exported program's is reported by
+index (`shimkit.aot.outputs`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
+from shimkit.aot.outputs import ShapeDisagreement, watch_output_shapes
 from shimkit.aot.pt2 import read_blobs
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
@@ -55,6 +58,8 @@ class CompileResult:
     blobs: dict[str, ElfImage]  # by .pt2 member
     native_prefix: bool  # torch renamed the shims itself
     target: str | None  # the runtime the blobs were checked against (None: not checked)
+    # One line per output Inductor compiled in another shape than the exported program's.
+    shape_warnings: list[str]
 
 
 def inductor_configs(
@@ -120,14 +125,16 @@ def package_blobs(
     label: str,
     location: Path,
     show_progress: bool = False,
-) -> dict[str, ElfImage]:
-    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`.
+) -> tuple[dict[str, ElfImage], list[ShapeDisagreement]]:
+    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`,
+    and the outputs Inductor lowered in another shape than the program's
+    (`shimkit.aot.outputs`).
 
     The compilers it starts get a private TMPDIR: on Ctrl-C or SIGTERM they are stopped
     and their scratch files (gcc's ccXXXX.s, ...) go with that folder.
     """
     try:
-        with private_tempdir("compile"):
+        with private_tempdir("compile"), watch_output_shapes(torch) as shapes:
             if show_progress:
                 with progress(f"compiling {label} with AOTInductor"):
                     torch._inductor.aoti_compile_and_package(
@@ -141,9 +148,10 @@ def package_blobs(
         raise
     except Exception as exc:
         raise ShimkitError(f"{label}: AOTInductor compile failed: {one_paragraph(exc)}") from None
-    return {
+    blobs = {
         name: read_blob_image(data, f"{location}:{name}") for name, data in read_blobs(temp).items()
     }
+    return blobs, shapes
 
 
 def blob_problems(
@@ -203,7 +211,7 @@ def compile_exported(
         options.update(CPU_INFERENCE_OPTIONS)
     label = label or str(out)
     with staged_output(out) as temp, torch.no_grad():
-        blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
+        blobs, shapes = package_blobs(torch, exported, temp, options, label, out, show_progress)
         failed = [
             problems_line(image, found, chosen)
             for image in blobs.values()
@@ -211,7 +219,13 @@ def compile_exported(
         ]
         if failed:
             raise ShimkitError("; ".join(failed))
-    return CompileResult(path=out, blobs=blobs, native_prefix=native, target=target)
+    return CompileResult(
+        path=out,
+        blobs=blobs,
+        native_prefix=native,
+        target=target,
+        shape_warnings=[s.line(label) for s in shapes],
+    )
 
 
 def compile_model(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
             f"defined by --target {target}{kernels}, no libtorch NEEDED, "
             f"{len(image.exports)} exports"
         )
+    for line in result.shape_warnings:
+        print(f"shimkit: warning: {line}", file=sys.stderr)
     return 0
 
 
