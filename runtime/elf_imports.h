@@ -5,6 +5,7 @@
 #define SHIMKIT_RUNTIME_ELF_IMPORTS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
