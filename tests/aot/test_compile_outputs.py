@@ -1,11 +1,13 @@
-"""`shimkit compile` reports an output Inductor compiles in another shape than the exported
-program's (shimkit.aot.outputs), by index with both shapes.
+"""`shimkit compile` reports an output the package hands back in another shape than the
+exported program's (shimkit.aot.outputs, read from the wrapper source the package carries),
+by index with both shapes.
 
-torch 2.11's CUDA lowering of an LSTM hands its final cell state back as [2, 1, 3, 32] for
-[2, 3, 32] (docs/benchmarks.md); the CPU has no such case, so the slow test gives Inductor
-one: a custom op whose lowering transposes (a lowering bug of the same kind: the IR node's
-shape is not the FX node's). The package really returns the transposed shape, the warning
-names that output and no other; the model's correctly lowered output is the control.
+torch 2.11's CUDA wrapper for an LSTM hands its final cell state back as [2, 1, 3, 32] for
+[2, 3, 32]: the fast tests read the lines of that wrapper (from the H200 run of
+2026-12-03) and a reuse chain. The CPU has no such case, so the slow test gives Inductor
+one: a custom op whose lowering transposes. The package really returns the transposed
+shape (torch's runner too), the warning names that output and no other; the model's
+correctly lowered output is the control.
 """
 
 from __future__ import annotations
@@ -16,7 +18,51 @@ import sys
 from pathlib import Path
 
 import pytest
-from shimkit.aot.outputs import ShapeDisagreement, _differ
+from shimkit.aot.outputs import ShapeDisagreement, disagreements, wrapper_output_shapes
+
+# The end of the run function of torch 2.11's CUDA wrapper for tests/models/zoo.py's
+# `recurrent` (H200, 2026-12-03), with the lines that make its outputs' buffers.
+LSTM_WRAPPER = """
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles, AtenTensorHandle* output_handles) {
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(3, int_array_2, int_array_3, \
+cached_torch_dtype_float32, cached_torch_device_type_cuda, this->device_idx_, &buf2_handle));
+    auto buf151 = std::move(buf2);  // reuse
+    static constexpr int64_t int_array_76[] = {3L, 7L, 5L};
+    static constexpr int64_t int_array_77[] = {35L, 5L, 1L};
+    static constexpr int64_t int_array_78[] = {2L, 1L, 3L, 32L};
+    static constexpr int64_t int_array_79[] = {96L, 96L, 32L, 1L};
+    static constexpr int64_t int_array_80[] = {2L, 3L, 32L};
+    static constexpr int64_t int_array_81[] = {96L, 32L, 1L};
+    auto var_0 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf150, 3, \
+int_array_76, int_array_77, 0L));
+    auto var_1 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf151, 4, \
+int_array_78, int_array_79, 0L));
+    auto var_2 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf152, 3, \
+int_array_80, int_array_81, 0L));
+    output_handles[0] = var_0.release();
+    output_handles[1] = var_1.release();
+    output_handles[2] = var_2.release();
+} // AOTInductorModel::run_impl
+""".replace("\\\n", "")
+
+# Outputs made by empty_strided, one through two reuse moves, one with a dynamic size (its
+# sizes are not constants: compared by rank only), one a clone of a constant (left out).
+REUSED = """
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    static constexpr int64_t int_array_0[] = {4L, 8L, };
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(2, int_array_0, int_array_1, \
+cached_torch_dtype_float32, cached_torch_device_type_cpu, this->device_idx_, &buf3_handle));
+    auto buf7 = std::move(buf3);  // reuse
+    auto buf9 = std::move(buf7);  // reuse
+    const int64_t int_array_2[] = {s0, 8L};
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(2, int_array_2, int_array_3, \
+cached_torch_dtype_float32, cached_torch_device_type_cpu, this->device_idx_, &buf4_handle));
+    output_handles[0] = buf9.release();
+    output_handles[1] = buf4.release();
+    aoti_torch_clone(w, &output_handles[2]);
+} // AOTInductorModel::run_impl
+""".replace("\\\n", "")
 
 MODEL = """
 import torch
@@ -65,21 +111,28 @@ example_inputs = (torch.randn(2, 3),)
 """
 
 
-def test_only_rank_or_static_sizes_count() -> None:
-    sympy = pytest.importorskip("sympy")
-    s0 = sympy.Symbol("s0")
-    assert _differ([2, 1, 3, 32], [2, 3, 32])  # rank
-    assert _differ([3, 2], [2, 3]) and _differ([sympy.Integer(3), 2], [2, 3])
-    assert not _differ([sympy.Integer(2), 3], [2, 3])
-    # Symbolic sizes Inductor may spell differently are not a disagreement; rank still is.
-    assert not _differ([s0, 3], [2 * s0 - s0, 3]) and not _differ([s0, 3], [7, 3])
-    assert _differ([s0, 3], [s0, 3, 1])
+def test_the_lstm_wrappers_cell_state_is_found() -> None:
+    shapes = wrapper_output_shapes(LSTM_WRAPPER)
+    assert shapes == {0: (3, (3, 7, 5)), 1: (4, (2, 1, 3, 32)), 2: (3, (2, 3, 32))}
+    found = disagreements(LSTM_WRAPPER, [(3, 7, 5), (2, 3, 32), (2, 3, 32)])
+    assert found == [ShapeDisagreement(1, ("2", "1", "3", "32"), ("2", "3", "32"))]
+    # Control: the shapes the wrapper really hands back are no disagreement.
+    assert disagreements(LSTM_WRAPPER, [(3, 7, 5), (2, 1, 3, 32), (2, 3, 32)]) == []
+
+
+def test_reuse_moves_are_followed_and_symbolic_sizes_not_guessed() -> None:
+    assert wrapper_output_shapes(REUSED) == {0: (2, (4, 8)), 1: (2, None)}
+    s0 = object()  # a dynamic size of the exported program (a SymInt there)
+    assert disagreements(REUSED, [(4, 8), (s0, 8), (3,)]) == []
+    found = disagreements(REUSED, [(4, 9), (s0, 8, 1), (3,)])
+    assert [(f.index, f.compiled) for f in found] == [(0, ("4", "8")), (1, ("?", "?"))]
+    assert wrapper_output_shapes("no run function here") == {}
 
 
 def test_the_line_names_the_output_and_both_shapes() -> None:
-    line = ShapeDisagreement(1, "getitem_2", ("2", "1", "3", "32"), ("2", "3", "32")).line("m.py")
-    assert line.startswith("m.py: output 1 (getitem_2) is compiled as [2, 1, 3, 32] where the ")
-    assert "exported program gives [2, 3, 32]" in line and "\n" not in line
+    line = ShapeDisagreement(1, ("2", "1", "3", "32"), ("2", "3", "32")).line("m.py")
+    assert line.startswith("m.py: output 1 is handed back as [2, 1, 3, 32] where the exported ")
+    assert "program gives [2, 3, 32]" in line and "\n" not in line
 
 
 @pytest.mark.slow
@@ -96,7 +149,7 @@ def test_compile_warns_for_an_output_inductor_lowered_in_another_shape(
     captured = capsys.readouterr()
     warnings = [ln for ln in captured.err.splitlines() if ln.startswith("shimkit: warning: ")]
     assert len(warnings) == 1, captured.err  # output 0, lowered right, is not named
-    assert "output 1 (" in warnings[0] and "compiled as [3, 2]" in warnings[0]
+    assert "output 1 is handed back as [3, 2]" in warnings[0]
     assert "exported program gives [2, 3]" in warnings[0]
     # The warning is about the package: torch's own loader returns the compiled shape too
     # (run_packages.py, its own process, compares with eager).

@@ -26,6 +26,9 @@ def main() -> int:
     from shimkit.header import find_torch, shim_names
     from step_torch_runner import make_runner
 
+    # step_zoo.py's math: true float32 (torch's default would run convolutions in TF32).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     [blob] = read_blobs(package).values()
     so = out.with_suffix(".so")
     so.write_bytes(blob)

@@ -8,8 +8,8 @@ without libtorch, without an executable stack, and exports only its
 blob is linted (`shimkit.checks.blob`: no finding at all, errors or warnings)
 against the shims of its target runtime (`shimkit.aot.targets`): the package
 loads there, or compile fails naming each missing shim and the fix. An output
-Inductor compiles in another shape than the exported program's is reported by
-index (`shimkit.aot.outputs`).
+the package hands back in another shape than the exported program's is
+reported by index (`shimkit.aot.outputs`, from the wrapper source it carries).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
-from shimkit.aot.outputs import ShapeDisagreement, watch_output_shapes
-from shimkit.aot.pt2 import read_blobs
+from shimkit.aot.outputs import disagreements, exported_output_shapes
+from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
 from shimkit.aot.wrapper import make_compiler_wrapper
@@ -58,7 +58,7 @@ class CompileResult:
     blobs: dict[str, ElfImage]  # by .pt2 member
     native_prefix: bool  # torch renamed the shims itself
     target: str | None  # the runtime the blobs were checked against (None: not checked)
-    # One line per output Inductor compiled in another shape than the exported program's.
+    # One line per output the package hands back in another shape than the exported program's.
     shape_warnings: list[str]
 
 
@@ -125,16 +125,14 @@ def package_blobs(
     label: str,
     location: Path,
     show_progress: bool = False,
-) -> tuple[dict[str, ElfImage], list[ShapeDisagreement]]:
-    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`,
-    and the outputs Inductor lowered in another shape than the program's
-    (`shimkit.aot.outputs`).
+) -> dict[str, ElfImage]:
+    """Run AOTInductor on `exported` into the .pt2 `temp`; its blobs, named `location:<member>`.
 
     The compilers it starts get a private TMPDIR: on Ctrl-C or SIGTERM they are stopped
     and their scratch files (gcc's ccXXXX.s, ...) go with that folder.
     """
     try:
-        with private_tempdir("compile"), watch_output_shapes(torch) as shapes:
+        with private_tempdir("compile"):
             if show_progress:
                 with progress(f"compiling {label} with AOTInductor"):
                     torch._inductor.aoti_compile_and_package(
@@ -148,10 +146,20 @@ def package_blobs(
         raise
     except Exception as exc:
         raise ShimkitError(f"{label}: AOTInductor compile failed: {one_paragraph(exc)}") from None
-    blobs = {
+    return {
         name: read_blob_image(data, f"{location}:{name}") for name, data in read_blobs(temp).items()
     }
-    return blobs, shapes
+
+
+def shape_warnings(exported: Any, package: Path, label: str) -> list[str]:
+    """One line per output a blob of `package` hands back in another shape than `exported`
+    gives (`shimkit.aot.outputs`)."""
+    shapes = exported_output_shapes(exported)
+    return [
+        found.line(label)
+        for source in read_wrapper_sources(package).values()
+        for found in disagreements(source, shapes)
+    ]
 
 
 def blob_problems(
@@ -211,7 +219,7 @@ def compile_exported(
         options.update(CPU_INFERENCE_OPTIONS)
     label = label or str(out)
     with staged_output(out) as temp, torch.no_grad():
-        blobs, shapes = package_blobs(torch, exported, temp, options, label, out, show_progress)
+        blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         failed = [
             problems_line(image, found, chosen)
             for image in blobs.values()
@@ -219,12 +227,9 @@ def compile_exported(
         ]
         if failed:
             raise ShimkitError("; ".join(failed))
+        warnings = shape_warnings(exported, temp, label)
     return CompileResult(
-        path=out,
-        blobs=blobs,
-        native_prefix=native,
-        target=target,
-        shape_warnings=[s.line(label) for s in shapes],
+        path=out, blobs=blobs, native_prefix=native, target=target, shape_warnings=warnings
     )
 
 

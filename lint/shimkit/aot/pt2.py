@@ -37,6 +37,23 @@ def read_blobs(path: Path) -> dict[str, bytes]:
         raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
 
 
+def read_wrapper_sources(path: Path) -> dict[str, str]:
+    """The C++ wrapper source AOTInductor packs next to each blob (`X.wrapper.cpp` for
+    `X.wrapper.so`), by the blob's member name; blobs without one are left out."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            return {
+                blob: read_member(archive, archive.getinfo(cpp)).decode("utf-8", "replace")
+                for blob in blob_members(archive)
+                if (cpp := blob.removesuffix(".so") + ".cpp") in names
+            }
+    except ZipMemberError as exc:
+        raise ShimkitError(f"{path}!{exc.member}: {exc.message}") from None
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
+
+
 def rewrite_blobs(source: Path, target: Path, transform: Callable[[str, bytes], bytes]) -> None:
     """Copy the package, passing each blob member through `transform`; keep the rest."""
     try:
