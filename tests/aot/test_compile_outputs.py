@@ -1,13 +1,14 @@
 """`shimkit compile` reports an output the package hands back in another shape than the
-exported program's (shimkit.aot.outputs, read from the wrapper source the package carries),
-by index with both shapes.
+exported program gives when it runs (shimkit.aot.outputs, read from the wrapper source the
+package carries), by index with both shapes.
 
 torch 2.11's CUDA wrapper for an LSTM hands its final cell state back as [2, 1, 3, 32] for
-[2, 3, 32]: the fast tests read the lines of that wrapper (from the H200 run of
-2026-12-03) and a reuse chain. The CPU has no such case, so the slow test gives Inductor
-one: a custom op whose lowering transposes. The package really returns the transposed
-shape (torch's runner too), the warning names that output and no other; the model's
-correctly lowered output is the control.
+[2, 3, 32], the shape torch.export recorded on CUDA (running the program gives [2, 3, 32]):
+the fast tests read the lines of that wrapper (from the H200 run of 2026-12-03) and a reuse
+chain, and run small programs for the reference shapes. The CPU has no such case, so the
+slow test gives Inductor one: a custom op whose lowering transposes. The package really
+returns the transposed shape (torch's runner too), the warning names that output and no
+other; the model's correctly lowered output is the control.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from shimkit.aot.outputs import ShapeDisagreement, disagreements, wrapper_output_shapes
+from shimkit.aot.outputs import (
+    ShapeDisagreement,
+    disagreements,
+    recorded_output_shapes,
+    run_output_shapes,
+    wrapper_output_shapes,
+)
 
 # The end of the run function of torch 2.11's CUDA wrapper for tests/models/zoo.py's
 # `recurrent` (H200, 2026-12-03), with the lines that make its outputs' buffers.
@@ -118,6 +125,43 @@ def test_the_lstm_wrappers_cell_state_is_found() -> None:
     assert found == [ShapeDisagreement(1, ("2", "1", "3", "32"), ("2", "3", "32"))]
     # Control: the shapes the wrapper really hands back are no disagreement.
     assert disagreements(LSTM_WRAPPER, [(3, 7, 5), (2, 1, 3, 32), (2, 3, 32)]) == []
+    # What torch.export recorded on the H200 (diagnosed there): the compiled shape, so the
+    # line says where it comes from.
+    recorded = [(3, 7, 5), (2, 1, 3, 32), (2, 3, 32)]
+    [found] = disagreements(LSTM_WRAPPER, [(3, 7, 5), (2, 3, 32), (2, 3, 32)], recorded)
+    assert found.recorded and "torch.export recorded that shape" in found.line("m")
+
+
+def test_the_reference_is_what_the_program_gives_when_it_runs() -> None:
+    torch = pytest.importorskip("torch")
+
+    class Two(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x.sum(0), x.t()
+
+    exported = torch.export.export(Two(), (torch.ones(2, 3),))
+    assert run_output_shapes(torch, exported) == [(3,), (3, 2)]
+    assert recorded_output_shapes(exported) == [(3,), (3, 2)]
+
+    class Counts(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.calls.add_(1)
+            return x + 1
+
+    mutating = torch.export.export(Counts(), (torch.ones(2),))
+    # It runs on copies of its buffers: the program's own buffer is not updated.
+    assert run_output_shapes(torch, mutating) == [(2,)]
+    assert float(mutating.module().calls[0]) == 0.0
+    # Control: running the module itself does update it (so the copies are what keep it).
+    mutating.module()(torch.ones(2))
+    assert float(mutating.module().calls[0]) == 1.0
+    # No example inputs kept (a loaded program): not run, torch.export's shapes are used.
+    mutating.example_inputs = None
+    assert run_output_shapes(torch, mutating) is None
 
 
 def test_reuse_moves_are_followed_and_symbolic_sizes_not_guessed() -> None:
@@ -132,7 +176,7 @@ def test_reuse_moves_are_followed_and_symbolic_sizes_not_guessed() -> None:
 def test_the_line_names_the_output_and_both_shapes() -> None:
     line = ShapeDisagreement(1, ("2", "1", "3", "32"), ("2", "3", "32")).line("m.py")
     assert line.startswith("m.py: output 1 is handed back as [2, 1, 3, 32] where the exported ")
-    assert "program gives [2, 3, 32]" in line and "\n" not in line
+    assert "program gives [2, 3, 32]: the blob's (Inductor's) shape" in line and "\n" not in line
 
 
 @pytest.mark.slow

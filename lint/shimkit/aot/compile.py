@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
-from shimkit.aot.outputs import disagreements, exported_output_shapes
+from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
@@ -151,14 +151,18 @@ def package_blobs(
     }
 
 
-def shape_warnings(exported: Any, package: Path, label: str) -> list[str]:
+def shape_warnings(torch: ModuleType, exported: Any, package: Path, label: str) -> list[str]:
     """One line per output a blob of `package` hands back in another shape than `exported`
-    gives (`shimkit.aot.outputs`)."""
-    shapes = exported_output_shapes(exported)
+    gives when it runs (torch.export's recorded shapes where it cannot run here;
+    `shimkit.aot.outputs`)."""
+    recorded = recorded_output_shapes(exported)
+    shapes = run_output_shapes(torch, exported)
+    if shapes is None or len(shapes) != len(recorded):
+        shapes = recorded
     return [
         found.line(label)
         for source in read_wrapper_sources(package).values()
-        for found in disagreements(source, shapes)
+        for found in disagreements(source, shapes, recorded)
     ]
 
 
@@ -227,7 +231,7 @@ def compile_exported(
         ]
         if failed:
             raise ShimkitError("; ".join(failed))
-        warnings = shape_warnings(exported, temp, label)
+        warnings = shape_warnings(torch, exported, temp, label)
     return CompileResult(
         path=out, blobs=blobs, native_prefix=native, target=target, shape_warnings=warnings
     )

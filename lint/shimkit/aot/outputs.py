@@ -1,16 +1,19 @@
-"""The shapes a compiled package hands its outputs back in, against the exported program's.
+"""The shapes a compiled package hands its outputs back in, against the program's.
 
 AOTInductor's C++ wrapper (the `*.wrapper.cpp` the package carries next to its blob) ends
 its run function by handing each output over: `output_handles[i] = NAME.release();`,
 NAME made by `reinterpret_tensor_wrapper(BUF, NDIM, int_array_A, ...)`, by
 `aoti_torch_empty_strided(NDIM, int_array_A, ...)`, or taken over from another buffer
 (`auto NAME = std::move(OTHER);  // reuse`). Those sizes are what every runner of the blob
-returns, torch's own included. They should be the exported program's (eager's); torch
-2.11's CUDA wrapper for an LSTM hands its final cell state back as [2, 1, 3, 32] for
-[2, 3, 32] (docs/benchmarks.md). `shimkit compile` reads the wrapper and reports each
-output whose rank or constant sizes differ, by index with both shapes. It only reports
-what it can read for certain: an output made another way, or sizes that are symbolic
-(dynamic shapes), are compared by rank or not at all, never guessed.
+returns, torch's own included. The reference is what the exported program gives when it
+runs on its example inputs; the shapes torch.export recorded are not enough: on torch 2.11
+with CUDA it records an LSTM's final cell state as [2, 1, 3, 32] where running the program
+gives [2, 3, 32], and AOTInductor compiles what was recorded (docs/benchmarks.md). The
+recorded shapes are the reference only where the program cannot run here (no example
+inputs kept). `shimkit compile` reports each output whose rank or
+constant sizes differ, by index with both shapes. Only what the wrapper states for certain
+is compared: an output made another way, or sizes that are symbolic (dynamic shapes), are
+compared by rank or not at all, never guessed.
 """
 
 from __future__ import annotations
@@ -37,13 +40,18 @@ class ShapeDisagreement:
     index: int  # the output's position
     compiled: tuple[str, ...]  # the wrapper's sizes ("?" where not a constant)
     exported: tuple[str, ...]  # the exported program's
+    recorded: bool = False  # torch.export recorded the compiled shape (its shape inference)
 
     def line(self, label: str) -> str:
+        cause = (
+            "torch.export recorded that shape and AOTInductor compiled it"
+            if self.recorded
+            else "the blob's (Inductor's) shape"
+        )
         return (
             f"{label}: output {self.index} is handed back as [{', '.join(self.compiled)}] "
-            f"where the exported program gives [{', '.join(self.exported)}]: the blob's "
-            "(Inductor's) shape, which every runner of this package returns, torch's too; "
-            "reshape it to the exported one"
+            f"where the exported program gives [{', '.join(self.exported)}]: {cause}; every "
+            "runner of this package returns it, torch's too; reshape it to the exported one"
         )
 
 
@@ -85,9 +93,12 @@ def wrapper_output_shapes(source: str) -> dict[int, Geometry]:
     return shapes
 
 
-def exported_output_shapes(exported: Any) -> list[tuple[Any, ...] | None]:
-    """The exported program's user outputs' sizes (ints, or SymInts for dynamic dims), in
-    order; None for an output that is not a tensor."""
+Shapes = list[tuple[Any, ...] | None]
+
+
+def recorded_output_shapes(exported: Any) -> Shapes:
+    """The sizes torch.export recorded for the program's user outputs (ints, or SymInts for
+    dynamic dims), in order; None for an output that is not a tensor."""
     output = next(n for n in exported.graph.nodes if n.op == "output")
     values = list(output.args[0])
     count = len(exported.graph_signature.user_outputs)
@@ -98,9 +109,32 @@ def exported_output_shapes(exported: Any) -> list[tuple[Any, ...] | None]:
     return shapes
 
 
-def disagreements(source: str, exported: list[tuple[Any, ...] | None]) -> list[ShapeDisagreement]:
+def run_output_shapes(torch: Any, exported: Any) -> Shapes | None:
+    """The sizes of the program's outputs when it runs on its example inputs, on copies of
+    its buffers (a program that updates a buffer leaves the original as it was); None when
+    it cannot run here: no example inputs kept (a loaded program), or the run fails
+    (compile does not depend on it)."""
+    example = getattr(exported, "example_inputs", None)
+    if not example:
+        return None
+    args, kwargs = example
+    try:
+        module = exported.module()
+        copies = {name: b.clone() for name, b in module.named_buffers()}
+        with torch.no_grad():
+            result = torch.func.functional_call(module, copies, tuple(args), dict(kwargs))
+    except Exception:  # any failure: the recorded shapes are the reference instead
+        return None
+    leaves = result if isinstance(result, (tuple, list)) else [result]
+    return [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in leaves]
+
+
+def disagreements(
+    source: str, exported: Shapes, recorded: Shapes | None = None
+) -> list[ShapeDisagreement]:
     """The outputs whose rank, or a constant size, differs between the wrapper `source` and
-    the exported shapes (`exported_output_shapes`)."""
+    the program's shapes `exported`; `recorded` (torch.export's) says whether the compiled
+    shape is the one torch.export recorded."""
     found = []
     for index, (rank, sizes) in sorted(wrapper_output_shapes(source).items()):
         if index >= len(exported) or exported[index] is None:
@@ -117,5 +151,13 @@ def disagreements(source: str, exported: list[tuple[Any, ...] | None]) -> list[S
         )
         if differ:
             compiled = [str(s) if s is not None else "?" for s in sizes] if sizes else ["?"] * rank
-            found.append(ShapeDisagreement(index, tuple(compiled), tuple(str(d) for d in want)))
+            noted = recorded[index] if recorded is not None and index < len(recorded) else None
+            found.append(
+                ShapeDisagreement(
+                    index,
+                    tuple(compiled),
+                    tuple(str(d) for d in want),
+                    recorded=noted is not None and sizes is not None and tuple(noted) == sizes,
+                )
+            )
     return found
