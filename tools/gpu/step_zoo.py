@@ -11,8 +11,8 @@ eager on the GPU within the zoo's tolerance (ZooModel.rtol, what the CPU suite u
 integers and bools exactly). The same blob also runs on torch's own runner
 (step_zoo_peer.py, its own process): each run says whether the slim runtime gives what
 torch's runner gives, so an output that differs from eager in both is the blob's
-(Inductor's), not the slim runtime's. Outputs compile compiled in another shape than the
-exported program's are listed (`shape_warnings`, shimkit.aot.outputs).
+(Inductor's), not the slim runtime's. The outputs compile found handed back in another shape
+than the exported program gives are listed (`shape_warnings`, shimkit.aot.outputs).
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR
 """
