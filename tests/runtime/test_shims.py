@@ -263,6 +263,8 @@ def dnnl_loaded():
     return any("libdnnl" in line for line in open("/proc/self/maps"))
 
 sh = Shims(ctypes.CDLL(sys.argv[1]), load_config())
+if sys.argv[2:] == ["gemm-off"]:  # what the runtime does for a model that does not convolve
+    assert sh.lib.shimkit_shim_set_onednn_gemm(0) == 1  # the previous setting: on
 seen = []
 for m, k, n in (SMALL_GEMM, BIG_GEMM):
     a = np.ones((m, k), np.float32)
@@ -275,16 +277,33 @@ print(seen)
 """
 
 
-@pytest.mark.parametrize(("switch", "want"), [(None, "[False, True]"), ("0", "[False, False]")])
-def test_only_large_gemms_load_onednn(libs, switch: str | None, want: str) -> None:
+@pytest.mark.parametrize(
+    ("switch", "setting", "want"),
+    [
+        (None, None, "[False, True]"),
+        ("0", None, "[False, False]"),
+        (None, "gemm-off", "[False, False]"),
+    ],
+)
+def test_only_large_gemms_load_onednn(
+    libs, switch: str | None, setting: str | None, want: str
+) -> None:
     """A fresh process: a small addmm leaves oneDNN unloaded (OpenBLAS), a large one
-    opens it; with SHIMKIT_ONEDNN=0 (the control) nothing does and the result holds."""
+    opens it (the control for the other two); with SHIMKIT_ONEDNN=0, or with the
+    thread's GEMMs kept off oneDNN (shimkit_shim_set_onednn_gemm(0), as the runtime
+    runs a model that does not convolve), nothing does and the result holds."""
     env = {k: v for k, v in os.environ.items() if k != "SHIMKIT_ONEDNN"}
     if switch is not None:
         env["SHIMKIT_ONEDNN"] = switch
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
-        [sys.executable, "-c", _WHICH_GEMM_LIBRARY, str(libs.shims)],
+        [
+            sys.executable,
+            "-c",
+            _WHICH_GEMM_LIBRARY,
+            str(libs.shims),
+            *([setting] if setting else []),
+        ],
         env=env,
         capture_output=True,
         text=True,
