@@ -87,6 +87,32 @@ int check_import(const std::string& name, const std::string& bare, bool prefixed
   return SHIMKIT_OK;
 }
 
+// True when the blob calls the convolution shim, which opens oneDNN.
+bool convolves(const ElfSymbols& syms) {
+  std::string bare;
+  for (const std::string& name : syms.unversioned_imports) {
+    if (strip_prefix(name, &bare) && bare == "aoti_torch_cpu_convolution") return true;
+  }
+  return false;
+}
+
+// Sets the calling thread's GEMM library for one model's creation or run
+// (shimkit_shim_set_onednn_gemm), and restores it after. oneDNN's matmul
+// serves a model's GEMMs only when the model convolves, so opens oneDNN
+// anyway: for one that does not, libdnnl's resident pages (~4 MB) would come
+// next to OpenBLAS's (the shims always hold it) for a ~15% faster GEMM, and
+// the runtime's memory beyond the weights would pass 10 MB (docs/runtime.md).
+class GemmLibraryScope {
+ public:
+  explicit GemmLibraryScope(bool onednn) : previous_(shimkit_shim_set_onednn_gemm(onednn)) {}
+  GemmLibraryScope(const GemmLibraryScope&) = delete;
+  GemmLibraryScope& operator=(const GemmLibraryScope&) = delete;
+  ~GemmLibraryScope() { shimkit_shim_set_onednn_gemm(previous_); }
+
+ private:
+  int previous_;
+};
+
 }  // namespace
 
 const char* served_prefix() { return kPrefix; }
@@ -251,6 +277,8 @@ int Blob::open(TempBlobFile* file, const ElfSymbols& syms, const char* device) {
     return fail(SHIMKIT_E_MISSING_ENTRY, "blob: required entry point did not resolve");
   }
   shimkit_shim_clear_error();
+  onednn_gemm_ = convolves(syms);
+  const GemmLibraryScope gemm_library(onednn_gemm_);
   ConstantsWatch watch{file, syms.constants_offset};
   const uintptr_t base = load_base();
   if (syms.constants_size > 0 && base != 0) {
@@ -278,6 +306,7 @@ int Blob::open(TempBlobFile* file, const ElfSymbols& syms, const char* device) {
 int Blob::run(AtenTensorHandle* inputs, size_t num_inputs, AtenTensorHandle* outputs,
               size_t num_outputs, void* stream) {
   shimkit_shim_clear_error();
+  const GemmLibraryScope gemm_library(onednn_gemm_);
   const int32_t rc = run_(container_, inputs, num_inputs, outputs, num_outputs, stream, nullptr);
   std::fill(inputs, inputs + num_inputs, nullptr);  // Run took them, even on failure
   if (rc == 0) return SHIMKIT_OK;

@@ -75,7 +75,8 @@ class Blob {
   // are never mapped (debug info) are given back after dlopen, and the
   // embedded constants once the container has copied them (as it goes, where
   // the shims can follow the copy: shimkit_shim_watch_constants), so the
-  // weights are held once, not twice. `file` is released on return.
+  // weights are held once, not twice. `file` is released on return. Its
+  // GEMMs run on oneDNN only if it convolves (oneDNN is opened for it anyway).
   int open(TempBlobFile* file, const ElfSymbols& syms, const char* device);
   // One run: the blob takes the input handles (even when it fails) and fills
   // `outputs`; on failure the outputs are nulled and the error is recorded.
@@ -106,6 +107,8 @@ class Blob {
   NameFn input_name_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;
+  // Whether its GEMMs may run on oneDNN: it convolves (blob_loader.cpp).
+  bool onednn_gemm_ = false;
 };
 
 // --- host tensors around a run ---

@@ -233,6 +233,14 @@ SHIMKIT_EXPORT void shimkit_shim_watch_constants(const void* source, size_t size
                                                  void* context);
 SHIMKIT_EXPORT void shimkit_shim_unwatch_constants(void);
 
+// Not part of torch's ABI: whether the calling thread's float32 GEMMs (addmm,
+// mm) may run on oneDNN's matmul (1, the default) or stay on OpenBLAS (0);
+// returns the previous setting. The blob loader turns it off while a model
+// that does not convolve is created or runs: for that model oneDNN would be
+// opened for its GEMMs alone, ~4 MB of resident library pages next to
+// OpenBLAS, which the shims always hold (docs/runtime.md, "Memory").
+SHIMKIT_EXPORT int shimkit_shim_set_onednn_gemm(int enabled);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -7,6 +7,8 @@
 // weights a blob keeps transposed, [K, N] with strides (1, K), included):
 // nothing is copied or packed, so no second copy of the weights is held.
 // Plans (primitive descriptor and primitive per geometry) are cached per thread.
+// A thread's GEMMs can be kept off oneDNN (shimkit_shim_set_onednn_gemm):
+// the runtime does so for models that do not convolve.
 #include "shims/matmul_onednn.h"
 
 #include <map>
@@ -15,7 +17,21 @@
 #include <utility>
 #include <vector>
 
+#include "shims/aoti_shim_abi.h"
 #include "shims/onednn_api.h"
+
+namespace shimkit {
+namespace {
+// Whether this thread's GEMMs may open and use oneDNN (aoti_shim_abi.h).
+thread_local bool t_onednn_gemm = true;
+}  // namespace
+}  // namespace shimkit
+
+extern "C" int shimkit_shim_set_onednn_gemm(int enabled) {
+  const bool previous = shimkit::t_onednn_gemm;
+  shimkit::t_onednn_gemm = enabled != 0;
+  return previous ? 1 : 0;
+}
 
 #if SHIMKIT_HAVE_ONEDNN
 namespace shimkit {
@@ -111,7 +127,8 @@ MatmulPlan* thread_plan(std::vector<int64_t> key) {
 
 bool onednn_matmul(const SlimTensor& a, const SlimTensor& b, const SlimTensor* bias,
                    const SlimTensor& out) {
-  if (!onednn().ok) return false;
+  // The setting first: asking onednn() opens the library.
+  if (!t_onednn_gemm || !onednn().ok) return false;
   for (const SlimTensor* t : {&a, &b, &out}) {
     if (t->dtype() != dtype::kFloat32 || t->dim() != 2) return false;
   }

@@ -8,7 +8,9 @@
 // fail ("could not execute a primitive"); and torch could bind to libdnnl's.
 // Opened RTLD_LOCAL | RTLD_DEEPBIND, libdnnl resolves its own symbols first
 // and exports none to the process. A process that never convolves and
-// multiplies no matrices of 1 MFLOP or more never loads it. SHIMKIT_ONEDNN=0
+// multiplies no matrices of 1 MFLOP or more never loads it; the runtime keeps
+// the GEMMs of a model that does not convolve on OpenBLAS (matmul_onednn.cpp),
+// so a process whose models never convolve does not either. SHIMKIT_ONEDNN=0
 // turns it off (convolutions then use im2col, GEMMs OpenBLAS).
 //
 // The function types come from oneDNN's own header (decltype), so a
