@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +29,18 @@ def spec_of(arrays: list[np.ndarray]) -> list[str]:
 
 
 def blob_memory(
-    run_blob: Path, blob_so: Path, inputs: list[np.ndarray], runs: int = 3, from_bytes: bool = False
+    run_blob: Path,
+    blob_so: Path,
+    inputs: list[np.ndarray],
+    runs: int = 3,
+    from_bytes: bool = False,
+    stand_ins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """shimkit-run-blob's report for `blob_so` (zero inputs shaped like `inputs`), plus
-    `peak_kb`: the most memory the process held at any point we can see.
+    `peak_kb`: the most memory the process held at any point we can see. `stand_ins`: the
+    constants whose plain bytes the shims' packed copies may replace (as
+    `shimkit.runtime.load` allows them from the package's wrapper source:
+    `BlobSource.stand_ins`).
 
     RSS alone undercounts: pages of the blob's memory file that are not mapped in are held
     too (`held_kb` of a phase = RSS - RssShmem + every memfd page), and while the runtime
@@ -38,10 +48,13 @@ def blob_memory(
     RSS + the file's size, + the caller's copy with `from_bytes`). `peak_kb` is the largest
     of the peak RSS (VmHWM), every phase's `held_kb` and that staging figure.
     """
-    cmd = [str(run_blob), *(["--bytes"] if from_bytes else []), str(blob_so), str(runs)]
-    report: dict[str, Any] = json.loads(
-        subprocess.run([*cmd, *spec_of(inputs)], capture_output=True, text=True, check=True).stdout
-    )
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as names:
+        names.write("".join(f"{fqn}\n" for fqn in stand_ins))
+        names.flush()
+        options = [*(["--bytes"] if from_bytes else []), f"--stand-ins={names.name}"]
+        cmd = [str(run_blob), *options, str(blob_so), str(runs), *spec_of(inputs)]
+        run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    report: dict[str, Any] = json.loads(run.stdout)
     phases = {p["phase"]: p for p in report["memory"]}
     file_kb = blob_so.stat().st_size // 1024
     staged_kb = phases["start"]["rss_kb"] + file_kb * (2 if from_bytes else 1)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -314,6 +315,37 @@ int Blob::run(AtenTensorHandle* inputs, size_t num_inputs, AtenTensorHandle* out
   const char* why = shimkit_shim_last_error();
   return fail(SHIMKIT_E_RUN, std::string("model run failed: ") +
                                  (why[0] ? why : "(the blob printed details to stderr)"));
+}
+
+namespace {
+
+// AOTInductorConstantMapEntry (torch's aoti_runtime/interface.h): a constant's
+// original FQN and its tensor, as the container hands them out.
+struct ConstantEntry {
+  const char* name;
+  AtenTensorHandle handle;
+};
+using ConstantEntriesFn = int32_t (*)(void*, const ConstantEntry**, size_t*, bool);
+
+}  // namespace
+
+int Blob::allow_stand_ins(const char* const* fqns, size_t count, size_t* allowed) {
+  *allowed = 0;
+  const auto entries_of = reinterpret_cast<ConstantEntriesFn>(
+      dlsym(dl_, "AOTInductorModelContainerExtractConstantsMapEntries"));
+  if (entries_of == nullptr || count == 0) return SHIMKIT_OK;  // an older blob: nothing stands in
+  const ConstantEntry* entries = nullptr;
+  size_t num_entries = 0;
+  if (entries_of(container_, &entries, &num_entries, false) != 0) {
+    return fail(SHIMKIT_E_RUN, "blob: listing its constants failed");
+  }
+  const std::set<std::string> wanted(fqns, fqns + count);
+  for (size_t i = 0; i < num_entries; ++i) {
+    if (entries[i].name != nullptr && wanted.count(entries[i].name) != 0) {
+      *allowed += static_cast<size_t>(shimkit_shim_allow_stand_in(entries[i].handle));
+    }
+  }
+  return SHIMKIT_OK;
 }
 
 const char* Blob::input_name(size_t index) const {

@@ -83,6 +83,12 @@ class Blob {
   int run(AtenTensorHandle* inputs, size_t num_inputs, AtenTensorHandle* outputs,
           size_t num_outputs, void* stream);
 
+  // The constants named (original FQNs) are read by the blob's own code only
+  // through shim calls: a shim's copy in another layout may stand in for
+  // their bytes (shimkit_shim_allow_stand_in). `allowed` counts those the
+  // shims accepted. A blob that cannot list its constants allows none.
+  int allow_stand_ins(const char* const* fqns, size_t count, size_t* allowed);
+
   size_t num_inputs() const { return num_inputs_; }
   size_t num_outputs() const { return num_outputs_; }
   // The blob's name for input `index`, or null.

@@ -189,6 +189,17 @@ int shimkit_model_set_check_inputs(shimkit_model* model, int enabled) {
   return SHIMKIT_OK;
 }
 
+int shimkit_model_allow_stand_ins(shimkit_model* model, const char* const* fqns, size_t count,
+                                  size_t* allowed) {
+  if (model == nullptr || allowed == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null argument");
+  if (fqns == nullptr && count > 0) return fail(SHIMKIT_E_BAD_INPUT, "null constant names");
+  std::lock_guard<std::mutex> lock(model->mutex);
+  if (model->ran_once) {
+    return fail(SHIMKIT_E_BAD_INPUT, "stand-ins must be allowed before the first run");
+  }
+  return model->blob.allow_stand_ins(fqns, count, allowed);
+}
+
 uintptr_t shimkit_model_load_base(const shimkit_model* model) {
   return model ? model->blob.load_base() : 0;
 }

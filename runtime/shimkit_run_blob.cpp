@@ -1,11 +1,14 @@
 // shimkit-run-blob: the smallest process that runs a blob on the slim runtime
 // (no Python, no libtorch). Used to measure cold load and peak RSS.
 //
-//   shimkit-run-blob [--bytes] BLOB.so RUNS SPEC...   SPEC = f32:4x16 | f64:2x3 | i64:7 ...
+//   shimkit-run-blob [--bytes] [--stand-ins=FILE] BLOB.so RUNS SPEC...
+//   SPEC = f32:4x16 | f64:2x3 | i64:7 ...
 //
 // The blob is loaded from its file (shimkit_model_load_file), or with --bytes
 // read into this process's memory and loaded from there (shimkit_model_load),
 // as a host that holds its blob in memory does; that copy stays for the run.
+// --stand-ins names, one original FQN per line, the constants whose bytes a
+// shim's packed copy may replace (shimkit_model_allow_stand_ins).
 // Inputs are zero-filled. Prints one JSON line: load_ms, first_run_ms,
 // us_per_run (over RUNS further runs), max_rss_kb, and "memory": what the
 // process held before the load, after it, after the first run and at the end
@@ -176,16 +179,49 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+// The non-empty lines of `path`.
+bool read_lines(const char* path, std::vector<std::string>* lines) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  std::string line;
+  for (int c = std::fgetc(f);; c = std::fgetc(f)) {
+    if (c == EOF || c == '\n') {
+      if (!line.empty()) lines->push_back(line);
+      line.clear();
+      if (c == EOF) break;
+    } else {
+      line.push_back(static_cast<char>(c));
+    }
+  }
+  const bool ok = std::ferror(f) == 0;
+  std::fclose(f);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool from_bytes = argc > 1 && std::strcmp(argv[1], "--bytes") == 0;
-  if (from_bytes) {
+  bool from_bytes = false;
+  const char* stand_ins_file = nullptr;
+  while (argc > 1 && std::strncmp(argv[1], "--", 2) == 0) {
+    if (std::strcmp(argv[1], "--bytes") == 0) {
+      from_bytes = true;
+    } else if (std::strncmp(argv[1], "--stand-ins=", 12) == 0) {
+      stand_ins_file = argv[1] + 12;
+    } else {
+      break;
+    }
     --argc;
     ++argv;
   }
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s [--bytes] BLOB.so RUNS [f32:4x16 ...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--bytes] [--stand-ins=FILE] BLOB.so RUNS [f32:4x16 ...]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::vector<std::string> stand_ins;
+  if (stand_ins_file != nullptr && !read_lines(stand_ins_file, &stand_ins)) {
+    std::fprintf(stderr, "%s: cannot read\n", stand_ins_file);
     return 2;
   }
   const long runs = std::strtol(argv[2], nullptr, 10);
@@ -222,6 +258,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", shimkit_last_error());
     return 1;
   }
+  std::vector<const char*> names;
+  for (const std::string& name : stand_ins) names.push_back(name.c_str());
+  size_t allowed = 0;
+  if (shimkit_model_allow_stand_ins(model, names.data(), names.size(), &allowed) != SHIMKIT_OK) {
+    std::fprintf(stderr, "%s\n", shimkit_last_error());
+    shimkit_model_free(model);
+    return 1;
+  }
   const double load_ms = ms_since(start);
   phases.push_back(memory_phase("load"));
   std::vector<shimkit_tensor> outputs(shimkit_model_num_outputs(model));
@@ -247,7 +291,7 @@ int main(int argc, char** argv) {
   for (const std::string& p : phases) memory += (memory.empty() ? "" : ", ") + p;
   std::printf(
       "{\"load_ms\": %.3f, \"first_run_ms\": %.3f, \"us_per_run\": %.3f, \"max_rss_kb\": %ld, "
-      "\"memory\": [%s]}\n",
-      load_ms, first_ms, ns / 1000.0, peak_rss_kb(), memory.c_str());
+      "\"stand_ins\": %zu, \"memory\": [%s]}\n",
+      load_ms, first_ms, ns / 1000.0, peak_rss_kb(), allowed, memory.c_str());
   return 0;
 }

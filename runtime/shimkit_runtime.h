@@ -79,6 +79,17 @@ SHIMKIT_RUNTIME_API const char* shimkit_model_input_name(const shimkit_model* mo
  * variable, which always wins. Returns SHIMKIT_E_BAD_INPUT after a run. */
 SHIMKIT_RUNTIME_API int shimkit_model_set_check_inputs(shimkit_model* model, int enabled);
 
+/* The constants named by their original FQNs are read by the blob's own code
+ * only through shim calls (its wrapper source shows it: shimkit's Python
+ * loader reads it from the .pt2): a copy a shim keeps in another layout may
+ * then stand in for their bytes, which go back to the system (a convolution's
+ * packed weights; the plain bytes are rebuilt if a shim asks for them again).
+ * Naming a constant the blob's code reads directly makes its results wrong:
+ * name only what the wrapper proves. Before the first run; `allowed` receives
+ * how many constants the shims accepted (copied out of the blob, on the CPU).
+ * SHIMKIT_KEEP_PLAIN_WEIGHTS=1 keeps every plain copy regardless. */
+SHIMKIT_RUNTIME_API int shimkit_model_allow_stand_ins(shimkit_model* model, const char* const* fqns,
+                                                      size_t count, size_t* allowed);
 /* Runs the model. `outputs` receives num_outputs descriptors. */
 SHIMKIT_RUNTIME_API int shimkit_model_run(shimkit_model* model, const shimkit_tensor* inputs,
                                           size_t num_inputs, shimkit_tensor* outputs,

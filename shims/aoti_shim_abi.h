@@ -233,6 +233,17 @@ SHIMKIT_EXPORT void shimkit_shim_watch_constants(const void* source, size_t size
                                                  void* context);
 SHIMKIT_EXPORT void shimkit_shim_unwatch_constants(void);
 
+// Not part of torch's ABI: the blob's own code reads this constant's bytes
+// only through shim calls (never through the address AOTInductor cached when
+// it made the constant), so a copy a shim keeps in another layout may stand
+// in for them: a convolution's packed weights then replace the plain ones,
+// whose pages go back to the system, and any shim that asks for the plain
+// bytes again gets them rebuilt first. The runtime calls it, before the first
+// run, for the constants the blob's wrapper source shows so (docs/runtime.md,
+// "Memory"). Returns 1 if `constant` is one the loader saw copied out of the
+// blob (only those can be given back), else 0.
+SHIMKIT_EXPORT int shimkit_shim_allow_stand_in(AtenTensorHandle constant);
+
 // Not part of torch's ABI: whether the calling thread's float32 GEMMs (addmm,
 // mm) may run on oneDNN's matmul (1, the default) or stay on OpenBLAS (0);
 // returns the previous setting. The blob loader turns it off while a model

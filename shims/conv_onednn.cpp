@@ -9,6 +9,11 @@
 //   cached for as long as that storage lives (a weak reference, checked on
 //   every use); weights the blob computed (owned storage) are reordered on
 //   every call, because their bytes may change between calls.
+// - Where the runtime allows it (Storage::allow_stand_in), a constant's
+//   packed copy stands in for its plain bytes, whose pages go back to the
+//   system (Storage::give_back): one copy of the weights stays resident, not
+//   two. If a shim reads the constant again, its bytes are rebuilt from the
+//   packed copy first.
 // - The bias is fused into the primitive.
 // Plans (primitives and their reorders) and streams are cached per thread;
 // the weight cache is shared.
@@ -179,6 +184,8 @@ ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
   return it->second.get();
 }
 
+using SharedMemory = std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>>;
+
 // A weight reordered into a primitive's layout, kept while its source
 // storage lives.
 struct PackedWeight {
@@ -186,16 +193,14 @@ struct PackedWeight {
   int64_t storage_offset;
   std::vector<int64_t> sizes, strides;
   dnnl_memory_desc_t desc;
-  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> packed;
+  SharedMemory packed;
 };
 
 class WeightCache {
  public:
   // The packed copy of `w` in `desc`, made by `pack` on a miss.
   template <typename Pack>
-  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> get(const SlimTensor& w,
-                                                            const dnnl_memory_desc_t& desc,
-                                                            Pack&& pack) {
+  SharedMemory get(const SlimTensor& w, const dnnl_memory_desc_t& desc, Pack&& pack) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto range = entries_.equal_range(w.storage().get());
     for (auto it = range.first; it != range.second; ++it) {
@@ -233,6 +238,51 @@ WeightCache& weight_cache() {
 // A new oneDNN-allocated memory in `md`.
 Memory allocated(const dnnl_memory_desc_t& md) { return memory_at(md, DNNL_MEMORY_ALLOCATE); }
 
+// A constant weight's packed copy standing in for its plain bytes: a reorder
+// back writes them again if anything reads the constant after it was given
+// back.
+class PackedWeightStandIn : public Storage::StandIn {
+ public:
+  PackedWeightStandIn(SharedMemory packed, const dnnl_memory_desc_t& packed_desc,
+                      const dnnl_memory_desc_t& plain_desc)
+      : packed_(std::move(packed)), packed_desc_(packed_desc), plain_desc_(plain_desc) {}
+
+  void write_plain(void* data) const override {
+    Memory plain = memory_at(plain_desc_, data);
+    reorder(packed_desc_, plain_desc_).run(packed_.get(), plain.get(), "weight rebuild");
+    onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+  }
+
+ private:
+  SharedMemory packed_;
+  dnnl_memory_desc_t packed_desc_, plain_desc_;
+};
+
+// True if `t` views every byte of its storage once (offset 0, no gaps): then
+// its packed copy can stand in for the whole storage.
+bool covers_storage(const SlimTensor& t) {
+  const int64_t span = checked_span_elements(t.sizes().data(), t.strides().data(), t.dim());
+  return t.storage_offset() == 0 && span == t.numel() &&
+         static_cast<size_t>(span) * t.itemsize() == t.storage()->nbytes();
+}
+
+// `weight` (borrowed storage) packed into the plan's layout. A constant's
+// packed copy then stands in for its plain bytes, which go back to the
+// system: the model keeps one copy of its convolution weights, not two.
+SharedMemory pack_borrowed(const ConvPlan& plan, const SlimTensor& weight) {
+  Storage& storage = *weight.storage();
+  char* plain = static_cast<char*>(storage.data()) +
+                weight.storage_offset() * static_cast<int64_t>(weight.itemsize());
+  Memory user = memory_at(plan.weight_user, plain);
+  SharedMemory packed(allocated(plan.weight));
+  plan.weight_in.run(user.get(), packed.get(), "weight reorder");
+  onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+  if (covers_storage(weight)) {
+    storage.give_back(std::make_shared<PackedWeightStandIn>(packed, plan.weight, plan.weight_user));
+  }
+  return packed;
+}
+
 // True if `t` is laid out densely with `canonical` strides (size-1 dims may
 // have any stride: they never move the address).
 bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
@@ -262,23 +312,21 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
     copy_elements(input, input_in);
   }
 
-  Memory weight_user = memory_at(plan->weight_user, weight.data_ptr());
-  std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>> weight_packed;
-  dnnl_memory_t weight_mem = weight_user.get();
-  Memory weight_temp;
-  if (plan->reorder_weight) {
-    auto pack = [&]() {
-      Memory packed = allocated(plan->weight);
-      plan->weight_in.run(weight_user.get(), packed.get(), "weight reorder");
-      return packed;
-    };
-    if (weight.storage() && !weight.storage()->owns()) {
-      weight_packed = weight_cache().get(weight, plan->weight, [&]() {
-        return std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>>(pack());
-      });
-      weight_mem = weight_packed.get();
-    } else {
-      weight_temp = pack();
+  // A cached packed weight is used without reading the plain bytes: they
+  // may have gone back to the system (pack_borrowed).
+  SharedMemory weight_packed;
+  Memory weight_user, weight_temp;
+  dnnl_memory_t weight_mem = nullptr;
+  if (plan->reorder_weight && weight.storage() && !weight.storage()->owns()) {
+    weight_packed =
+        weight_cache().get(weight, plan->weight, [&]() { return pack_borrowed(*plan, weight); });
+    weight_mem = weight_packed.get();
+  } else {
+    weight_user = memory_at(plan->weight_user, weight.data_ptr());
+    weight_mem = weight_user.get();
+    if (plan->reorder_weight) {
+      weight_temp = allocated(plan->weight);
+      plan->weight_in.run(weight_user.get(), weight_temp.get(), "weight reorder");
       weight_mem = weight_temp.get();
     }
   }

@@ -4,7 +4,9 @@
 // (slim_tensor.h), so the CPU and CUDA libraries compile this file as it is.
 // Names are renamed to the private ABI by the header.
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shims/shim_internal.h"
@@ -61,10 +63,11 @@ struct ConstantsWatch {
 thread_local ConstantsWatch t_watch;
 
 // A constant just made over `data` (`nbytes` from its base): follow
-// AOTInductor's in-order copy of the embedded section.
-void note_constant(const void* data, size_t nbytes) {
+// AOTInductor's in-order copy of the embedded section. True when its bytes
+// are proven a copy of the section's, made into memory the model owns.
+bool note_constant(const void* data, size_t nbytes) {
   ConstantsWatch& w = t_watch;
-  if (w.source == nullptr || nbytes == 0) return;
+  if (w.source == nullptr || nbytes == 0) return false;
   // Only bytes proven copied count: the next `nbytes` of the section must
   // equal the constant's (its stored size may be larger than what a view
   // reaches; then the next one no longer matches and the following stops).
@@ -80,10 +83,11 @@ void note_constant(const void* data, size_t nbytes) {
   while (!matches(at) && at < w.copied + window && at < w.size) ++at;
   if (!matches(at)) {
     w.source = nullptr;
-    return;
+    return false;
   }
   w.copied = at + nbytes;
   w.consumed(w.context, w.copied);
+  return true;
 }
 
 }  // namespace
@@ -100,6 +104,12 @@ void shimkit_shim_watch_constants(const void* source, size_t size,
 }
 
 void shimkit_shim_unwatch_constants(void) { shimkit::t_watch = {}; }
+
+int shimkit_shim_allow_stand_in(AtenTensorHandle constant) {
+  if (constant == nullptr) return 0;
+  const std::shared_ptr<shimkit::Storage>& storage = as_tensor(constant).storage();
+  return storage != nullptr && storage->allow_stand_in() ? 1 : 0;
+}
 
 const char* shimkit_shim_last_error(void) { return shimkit::g_last_error.c_str(); }
 void shimkit_shim_clear_error(void) { shimkit::g_last_error.clear(); }
@@ -293,10 +303,12 @@ AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
     // alive by the caller); the view starts `storage_offset` elements in.
     const size_t nbytes =
         shimkit::blob_nbytes(data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype);
-    if (shimkit::t_watch.on && device_type == dev::kCPU) shimkit::note_constant(data, nbytes);
-    *ret =
-        to_handle(SlimTensor(shimkit::Storage::borrow(data, nbytes, hooks), sizes_ptr, strides_ptr,
-                             ndim, storage_offset, dtype, device_type, device_index));
+    std::shared_ptr<shimkit::Storage> storage = shimkit::Storage::borrow(data, nbytes, hooks);
+    if (shimkit::t_watch.on && device_type == dev::kCPU && shimkit::note_constant(data, nbytes)) {
+      storage->mark_constant();
+    }
+    *ret = to_handle(SlimTensor(std::move(storage), sizes_ptr, strides_ptr, ndim, storage_offset,
+                                dtype, device_type, device_index));
   });
 }
 

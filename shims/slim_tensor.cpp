@@ -2,10 +2,14 @@
 
 #include "shims/scalar_types.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
 namespace shimkit {
@@ -206,6 +210,60 @@ std::shared_ptr<Storage> Storage::adopt(void* data, size_t nbytes, const DeviceH
 
 Storage::~Storage() {
   if (deleter_ != nullptr) deleter_(data_, nbytes_, context_);
+}
+
+namespace {
+
+// Serialises giving back and rebuilding: both are rare (once per packed
+// weight), and a rebuild must not overlap the give-back it undoes.
+std::mutex& give_back_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// SHIMKIT_KEEP_PLAIN_WEIGHTS=1 keeps every constant's bytes resident next to
+// its packed copy (the memory the stand-ins save, measured in their absence).
+bool keep_plain_weights() {
+  static const bool keep = [] {
+    const char* value = std::getenv("SHIMKIT_KEEP_PLAIN_WEIGHTS");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return keep;
+}
+
+}  // namespace
+
+bool Storage::allow_stand_in() {
+  stand_in_allowed_ = constant_;
+  return stand_in_allowed_;
+}
+
+void Storage::rebuild() const {
+  std::lock_guard<std::mutex> lock(give_back_mutex());
+  if (!given_back_.load(std::memory_order_relaxed)) return;  // rebuilt meanwhile
+  stand_in_->write_plain(data_);
+  stand_in_.reset();
+  given_back_.store(false, std::memory_order_release);
+}
+
+bool Storage::give_back(std::shared_ptr<const StandIn> stand_in) {
+  if (!stand_in_allowed_ || owns() || hooks_->device_type != device::kCPU || keep_plain_weights()) {
+    return false;
+  }
+  // Only whole pages can go back; the partial ones at either end stay (they
+  // may hold a neighbouring constant's bytes).
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data_) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data_) + nbytes_) / page * page;
+  if (end <= begin) return false;
+  std::lock_guard<std::mutex> lock(give_back_mutex());
+  if (given_back_.load(std::memory_order_relaxed)) return false;
+  stand_in_ = std::move(stand_in);
+  // A private anonymous page given back reads as zeros when touched again:
+  // data() rebuilds the bytes before it hands out their address.
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  given_back_.store(true, std::memory_order_release);
+  return true;
 }
 
 int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size_t ndim) {

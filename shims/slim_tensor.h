@@ -4,6 +4,7 @@
 #ifndef SHIMKIT_SHIMS_SLIM_TENSOR_H_
 #define SHIMKIT_SHIMS_SLIM_TENSOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -214,17 +215,52 @@ class Storage {
   Storage& operator=(const Storage&) = delete;
   ~Storage();
 
-  void* data() const { return data_; }
+  // A copy of a constant's bytes in another layout (a convolution's weights
+  // in oneDNN's blocked layout) that can stand in for them: once it does, the
+  // constant's pages go back to the system (give_back), and data() rebuilds
+  // them if anything asks for the bytes again.
+  class StandIn {
+   public:
+    virtual ~StandIn() = default;
+    // Writes the constant's original bytes to `data` (its storage base).
+    virtual void write_plain(void* data) const = 0;
+  };
+
+  // Address of the block; a given-back constant is rebuilt first.
+  void* data() const {
+    if (given_back_.load(std::memory_order_acquire)) rebuild();
+    return data_;
+  }
   size_t nbytes() const { return nbytes_; }
   bool owns() const { return deleter_ != nullptr; }
   const DeviceHooks& hooks() const { return *hooks_; }
 
+  // Marks a borrowed host block as a copied-out constant of the blob: memory
+  // the model owns and nothing else writes (the loader proves it while the
+  // container is created).
+  void mark_constant() { constant_ = true; }
+  // Lets a stand-in replace this constant's bytes: the blob's own code reads
+  // them only through shim calls, which go through data() (the runtime knows
+  // it from the blob's wrapper source). True if the block is a constant.
+  bool allow_stand_in();
+  // Lets `stand_in` stand in for this constant's bytes and gives the pages
+  // wholly inside the block back to the system. Does nothing and returns
+  // false unless stand-ins are allowed (allow_stand_in) or with
+  // SHIMKIT_KEEP_PLAIN_WEIGHTS=1.
+  bool give_back(std::shared_ptr<const StandIn> stand_in);
+
  private:
+  void rebuild() const;
+
   void* data_;
   size_t nbytes_;
   const DeviceHooks* hooks_;
   Deleter deleter_;
   void* context_;
+  bool constant_ = false;
+  bool stand_in_allowed_ = false;  // set before the model's first run
+  mutable std::atomic<bool> given_back_{false};
+  mutable std::shared_ptr<const StandIn> stand_in_;  // guarded by a mutex in slim_tensor.cpp
 };
 
 class SlimTensor {

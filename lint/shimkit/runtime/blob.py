@@ -17,6 +17,7 @@ from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
 from shimkit.inputs.kinds import is_pt2_blob
 from shimkit.inputs.zipc import ZipMemberError, read_member
+from shimkit.runtime.stand_ins import stand_in_constants
 
 _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
 
@@ -37,6 +38,9 @@ class BlobSource:
     member: str | None
     data: bytes
     inputs: tuple[InputSpec, ...] | None = field(default=None)
+    # Constants (original FQNs) the blob's code reads only through shim calls: a
+    # shim's packed copy may stand in for their bytes (shimkit.runtime.stand_ins).
+    stand_ins: tuple[str, ...] = field(default=())
 
     def without_bytes(self) -> BlobSource:
         """The same record without the blob's bytes: what a loaded model keeps. The
@@ -95,6 +99,7 @@ def _from_pt2(path: Path) -> BlobSource:
             raise ShimkitError(f"{path}: expected exactly one AOTInductor blob .so, found {found}")
         member = blobs[0]
         specs = None
+        stand_ins: tuple[str, ...] = ()
         wrapper = [
             n
             for n in names
@@ -104,11 +109,14 @@ def _from_pt2(path: Path) -> BlobSource:
             # The linter's container limits: a zip bomb is refused before it inflates.
             data = read_member(archive, archive.getinfo(member))
             if len(wrapper) == 1:
-                source = read_member(archive, archive.getinfo(wrapper[0]))
-                specs = _input_specs(source.decode("utf-8", "replace"))
+                source = read_member(archive, archive.getinfo(wrapper[0])).decode(
+                    "utf-8", "replace"
+                )
+                specs = _input_specs(source)
+                stand_ins = stand_in_constants(source)
         except ZipMemberError as exc:
             raise ShimkitError(f"{path}!{exc.member}: {exc.message}") from None
-    return BlobSource(path=path, member=member, data=data, inputs=specs)
+    return BlobSource(path=path, member=member, data=data, inputs=specs, stand_ins=stand_ins)
 
 
 def read_blob(path: str | Path) -> BlobSource:

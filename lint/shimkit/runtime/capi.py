@@ -77,6 +77,13 @@ class RuntimeLib:
         lib.shimkit_model_num_outputs.restype = sz
         lib.shimkit_model_set_check_inputs.argtypes = [p, i]
         lib.shimkit_model_set_check_inputs.restype = i
+        lib.shimkit_model_allow_stand_ins.argtypes = [
+            p,
+            ctypes.POINTER(ctypes.c_char_p),
+            sz,
+            ctypes.POINTER(sz),
+        ]
+        lib.shimkit_model_allow_stand_ins.restype = i
         lib.shimkit_model_load_base.argtypes = [p]
         lib.shimkit_model_load_base.restype = ctypes.c_size_t
         lib.shimkit_model_input_name.argtypes = [p, sz]

@@ -64,6 +64,7 @@ class Model(LoadedBlob):
             raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
         self._handle = handle
         self.source = source.without_bytes()
+        self.stand_ins = self._allow_stand_ins(source.stand_ins)
         self.num_inputs = int(self._rt.lib.shimkit_model_num_inputs(handle))
         self.num_outputs = int(self._rt.lib.shimkit_model_num_outputs(handle))
         specs = source.inputs
@@ -117,6 +118,18 @@ class Model(LoadedBlob):
             # One lock for both paths: the Runner's, taken in C by its run and
             # by `with self._lock` here (the GIL is released while waiting).
             self._lock = self._fast
+
+    def _allow_stand_ins(self, fqns: Sequence[str]) -> int:
+        """Lets the shims' packed copies stand in for the constants the wrapper source
+        shows the blob reads only through shim calls; returns how many the shims took."""
+        names = (ctypes.c_char_p * max(len(fqns), 1))(*(n.encode() for n in fqns))
+        allowed = ctypes.c_size_t()
+        rc = self._rt.lib.shimkit_model_allow_stand_ins(
+            self._handle, names, len(fqns), ctypes.byref(allowed)
+        )
+        if rc != 0:
+            raise ShimkitError(f"{self._where()}: {self._rt.last_error()}")
+        return int(allowed.value)
 
     def _lint(self, config: ShimConfig) -> None:
         """The shimkit linter, in process, before anything is loaded, with the prefix the
