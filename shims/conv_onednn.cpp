@@ -270,15 +270,13 @@ bool covers_storage(const SlimTensor& t) {
 // packed copy then stands in for its plain bytes, which go back to the
 // system: the model keeps one copy of its convolution weights, not two.
 SharedMemory pack_borrowed(const ConvPlan& plan, const SlimTensor& weight) {
-  Storage& storage = *weight.storage();
-  char* plain = static_cast<char*>(storage.data()) +
-                weight.storage_offset() * static_cast<int64_t>(weight.itemsize());
-  Memory user = memory_at(plan.weight_user, plain);
+  Memory user = memory_at(plan.weight_user, weight.data_ptr());
   SharedMemory packed(allocated(plan.weight));
   plan.weight_in.run(user.get(), packed.get(), "weight reorder");
   onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
   if (covers_storage(weight)) {
-    storage.give_back(std::make_shared<PackedWeightStandIn>(packed, plan.weight, plan.weight_user));
+    weight.storage()->give_back(
+        std::make_shared<PackedWeightStandIn>(packed, plan.weight, plan.weight_user));
   }
   return packed;
 }
