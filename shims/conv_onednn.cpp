@@ -19,9 +19,13 @@
 // the weight cache is shared.
 #include "shims/conv_onednn.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -186,14 +190,14 @@ ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
 
 using SharedMemory = std::shared_ptr<std::remove_pointer_t<dnnl_memory_t>>;
 
-// A weight reordered into a primitive's layout, kept while its source
-// storage lives.
+// A weight reordered into a primitive's layout. Its storage holds the packed
+// copy (Storage::keep_derived): the copy goes when the storage does.
 struct PackedWeight {
   std::weak_ptr<Storage> storage;
   int64_t storage_offset;
   std::vector<int64_t> sizes, strides;
   dnnl_memory_desc_t desc;
-  SharedMemory packed;
+  std::weak_ptr<std::remove_pointer_t<dnnl_memory_t>> packed;
 };
 
 class WeightCache {
@@ -207,14 +211,15 @@ class WeightCache {
       const PackedWeight& e = it->second;
       if (e.storage.lock() == w.storage() && e.storage_offset == w.storage_offset() &&
           e.sizes == w.sizes().vec() && e.strides == w.strides().vec() && same(e.desc, desc)) {
-        return e.packed;
+        if (SharedMemory packed = e.packed.lock()) return packed;
       }
     }
     sweep();
-    PackedWeight e{w.storage(), w.storage_offset(), w.sizes().vec(), w.strides().vec(), desc,
-                   pack()};
-    auto packed = e.packed;
-    entries_.emplace(w.storage().get(), std::move(e));
+    SharedMemory packed = pack();
+    w.storage()->keep_derived(packed);
+    entries_.emplace(w.storage().get(),
+                     PackedWeight{w.storage(), w.storage_offset(), w.sizes().vec(),
+                                  w.strides().vec(), desc, packed});
     return packed;
   }
 
@@ -237,6 +242,27 @@ WeightCache& weight_cache() {
 
 // A new oneDNN-allocated memory in `md`.
 Memory allocated(const dnnl_memory_desc_t& md) { return memory_at(md, DNNL_MEMORY_ALLOCATE); }
+
+// New memory in `md` for a packed weight, held until the model closes: pages
+// of its own (mmap), not the heap's. In the heap each packed weight would pin
+// the space around it, and the first run's freed activations, packed in among
+// them, would leave holes the next runs' activations do not fit.
+SharedMemory packed_weight_memory(const dnnl_memory_desc_t& md) {
+  const size_t nbytes = onednn().dnnl_memory_desc_get_size(&md);
+  void* pages = mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (pages == MAP_FAILED) throw std::bad_alloc();
+  Memory memory;
+  try {
+    memory = memory_at(md, pages);
+  } catch (...) {
+    munmap(pages, nbytes);
+    throw;
+  }
+  return SharedMemory(memory.release(), [pages, nbytes](dnnl_memory_t m) {
+    onednn().dnnl_memory_destroy(m);
+    munmap(pages, nbytes);
+  });
+}
 
 // A constant weight's packed copy standing in for its plain bytes: a reorder
 // back writes them again if anything reads the constant after it was given
@@ -266,18 +292,102 @@ bool covers_storage(const SlimTensor& t) {
          static_cast<size_t>(span) * t.itemsize() == t.storage()->nbytes();
 }
 
+// Plain bytes reordered per step when a weight is packed slice by slice.
+constexpr int64_t kPackStepBytes = int64_t{1} << 20;
+
+// Dim 0's inner block in a blocked layout (1 if dim 0 is not blocked).
+int64_t dim0_block(const dnnl_memory_desc_t& md) {
+  int64_t block = 1;
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    if (blocking.inner_idxs[i] == 0) block *= blocking.inner_blks[i];
+  }
+  return block;
+}
+
+// How many rows of dim 0 are packed per step so that the plain pages behind
+// each step can go back before the next one (1 MiB or the next whole block
+// of `packed` along dim 0), or 0 if these layouts cannot be packed that way:
+// the plain rows must be dim 0's outermost, dense, and the packed layout
+// unpadded (a slice then writes exactly its own part of the packed copy).
+int64_t pack_step_rows(const dnnl_memory_desc_t& plain, const dnnl_memory_desc_t& packed) {
+  if (plain.format_kind != dnnl_blocked || packed.format_kind != dnnl_blocked) return 0;
+  if (plain.format_desc.blocking.inner_nblks != 0 || plain.offset0 != 0 || packed.offset0 != 0) {
+    return 0;
+  }
+  int64_t row = 1;  // elements per row of dim 0
+  for (int d = 1; d < plain.ndims; ++d) row *= plain.dims[d];
+  if (plain.format_desc.blocking.strides[0] != row) return 0;
+  for (int d = 0; d < packed.ndims; ++d) {
+    if (packed.padded_dims[d] != packed.dims[d] || packed.padded_offsets[d] != 0) return 0;
+  }
+  const int64_t block = dim0_block(packed);
+  const int64_t row_bytes = row * static_cast<int64_t>(sizeof(float));
+  return std::max<int64_t>(1, kPackStepBytes / row_bytes / block) * block;
+}
+
+// The first `rows` rows of dim 0 of `md`.
+dnnl_memory_desc_t leading_rows(const dnnl_memory_desc_t& md, int64_t rows) {
+  dnnl_dims_t dims, offsets{};
+  std::copy(md.dims, md.dims + md.ndims, dims);
+  dims[0] = rows;
+  dnnl_memory_desc_t sub;
+  onednn_check(onednn().dnnl_memory_desc_init_submemory(&sub, &md, dims, offsets), "weight slice");
+  return sub;
+}
+
+// Reorders the weight at `plain` (plan.weight_user) into `packed`
+// (plan.weight), slice by slice along dim 0 where the layouts allow it
+// (pack_step_rows), telling `done` after each slice how many plain bytes it
+// has read for the last time.
+void pack_weight(const ConvPlan& plan, void* plain, dnnl_memory_t packed,
+                 const Storage::DoneUpTo& done) {
+  const dnnl_memory_desc_t& from = plan.weight_user;
+  const dnnl_memory_desc_t& to = plan.weight;
+  const int64_t rows = from.dims[0];
+  const int64_t step = pack_step_rows(from, to);
+  if (step == 0 || step >= rows) {
+    Memory user = memory_at(from, plain);
+    plan.weight_in.run(user.get(), packed, "weight reorder");
+    onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+    return;
+  }
+  // Every slice but the last has `step` rows: one reorder serves them all,
+  // each at its own addresses. Both are made before the first page goes back.
+  const int64_t last = rows % step == 0 ? step : rows % step;
+  const Reorder full = reorder(leading_rows(from, step), leading_rows(to, step));
+  const Reorder tail = reorder(leading_rows(from, last), leading_rows(to, last));
+  void* packed_base = nullptr;
+  onednn_check(onednn().dnnl_memory_get_data_handle(packed, &packed_base), "packed weight");
+  const int64_t plain_row = from.format_desc.blocking.strides[0];
+  const int64_t block = dim0_block(to);
+  for (int64_t r = 0; r < rows; r += step) {
+    const int64_t n = std::min(step, rows - r);
+    const Reorder& slice = n == step ? full : tail;
+    // Row r (a whole block in) starts r / block outer blocks into the packed copy.
+    Memory from_rows = memory_at(leading_rows(from, n), static_cast<float*>(plain) + r * plain_row);
+    Memory to_rows =
+        memory_at(leading_rows(to, n), static_cast<float*>(packed_base) +
+                                           r / block * to.format_desc.blocking.strides[0]);
+    slice.run(from_rows.get(), to_rows.get(), "weight reorder");
+    onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+    done(static_cast<size_t>((r + n) * plain_row) * sizeof(float));
+  }
+}
+
 // `weight` (borrowed storage) packed into the plan's layout. A constant's
 // packed copy then stands in for its plain bytes, which go back to the
-// system: the model keeps one copy of its convolution weights, not two.
+// system slice by slice as they are packed: the model keeps one copy of its
+// convolution weights, not two, even while it packs them.
 SharedMemory pack_borrowed(const ConvPlan& plan, const SlimTensor& weight) {
-  Memory user = memory_at(plan.weight_user, weight.data_ptr());
-  SharedMemory packed(allocated(plan.weight));
-  plan.weight_in.run(user.get(), packed.get(), "weight reorder");
-  onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
-  if (covers_storage(weight)) {
-    weight.storage()->give_back(
-        std::make_shared<PackedWeightStandIn>(packed, plan.weight, plan.weight_user));
-  }
+  void* plain = weight.data_ptr();
+  SharedMemory packed = packed_weight_memory(plan.weight);
+  auto make = [&](const Storage::DoneUpTo& done) { pack_weight(plan, plain, packed.get(), done); };
+  const bool stood_in =
+      covers_storage(weight) &&
+      weight.storage()->give_back(
+          std::make_shared<PackedWeightStandIn>(packed, plan.weight, plan.weight_user), make);
+  if (!stood_in) make([](size_t) {});
   return packed;
 }
 

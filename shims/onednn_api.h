@@ -53,8 +53,10 @@ struct OnednnApi {
   X(dnnl_memory_desc_init_by_tag)                 \
   X(dnnl_memory_desc_equal)                       \
   X(dnnl_memory_desc_get_size)                    \
+  X(dnnl_memory_desc_init_submemory)              \
   X(dnnl_memory_create)                           \
   X(dnnl_memory_destroy)                          \
+  X(dnnl_memory_get_data_handle)                  \
   X(dnnl_primitive_attr_create)                   \
   X(dnnl_primitive_attr_destroy)                  \
   X(dnnl_primitive_attr_set_scratchpad_mode)      \

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <string>
+#include <utility>
 
 namespace shimkit {
 
@@ -246,24 +248,68 @@ void Storage::rebuild() const {
   given_back_.store(false, std::memory_order_release);
 }
 
-bool Storage::give_back(std::shared_ptr<const StandIn> stand_in) {
+namespace {
+
+// Stands in for a constant whose stand-in failed halfway, after part of its
+// pages had gone back: its bytes exist nowhere any more.
+class LostBytes : public Storage::StandIn {
+ public:
+  explicit LostBytes(std::string why) : why_(std::move(why)) {}
+  void write_plain(void*) const override {
+    throw ShimError("a constant's bytes were lost while its packed copy was made: " + why_);
+  }
+
+ private:
+  std::string why_;
+};
+
+}  // namespace
+
+bool Storage::give_back(std::shared_ptr<const StandIn> stand_in,
+                        const std::function<void(const DoneUpTo& done)>& make) {
   if (!stand_in_allowed_ || owns() || hooks_->device_type != device::kCPU || keep_plain_weights()) {
     return false;
   }
   // Only whole pages can go back; the partial ones at either end stay (they
   // may hold a neighbouring constant's bytes).
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data_) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data_) + nbytes_) / page * page;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t begin = (start + page - 1) / page * page;
+  const uintptr_t end = (start + nbytes_) / page * page;
   if (end <= begin) return false;
   std::lock_guard<std::mutex> lock(give_back_mutex());
   if (given_back_.load(std::memory_order_relaxed)) return false;
   stand_in_ = std::move(stand_in);
+  // From here data() waits on the mutex, then rebuilds.
+  given_back_.store(true, std::memory_order_release);
+  uintptr_t gone = begin;  // pages in [begin, gone) went back
   // A private anonymous page given back reads as zeros when touched again:
   // data() rebuilds the bytes before it hands out their address.
-  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-  given_back_.store(true, std::memory_order_release);
+  auto give_back_below = [&](uintptr_t limit) {
+    limit = std::min(limit / page * page, end);
+    if (limit <= gone) return;
+    madvise(reinterpret_cast<void*>(gone), limit - gone, MADV_DONTNEED);
+    gone = limit;
+  };
+  try {
+    make([&](size_t bytes) { give_back_below(start + std::min(bytes, nbytes_)); });
+  } catch (const std::exception& e) {
+    if (gone == begin) {  // nothing went back: the plain bytes still serve
+      stand_in_.reset();
+      given_back_.store(false, std::memory_order_release);
+      throw;
+    }
+    stand_in_ = std::make_shared<LostBytes>(e.what());
+    throw;
+  }
+  give_back_below(end);
   return true;
+}
+
+void Storage::keep_derived(std::shared_ptr<const void> derived) {
+  static std::mutex mutex;  // rare: once per packed weight
+  std::lock_guard<std::mutex> lock(mutex);
+  derived_.push_back(std::move(derived));
 }
 
 int64_t checked_span_elements(const int64_t* sizes, const int64_t* strides, size_t ndim) {

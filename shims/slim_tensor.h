@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -243,11 +244,25 @@ class Storage {
   // them only through shim calls, which go through data() (the runtime knows
   // it from the blob's wrapper source). True if the block is a constant.
   bool allow_stand_in();
-  // Lets `stand_in` stand in for this constant's bytes and gives the pages
-  // wholly inside the block back to the system. Does nothing and returns
-  // false unless stand-ins are allowed (allow_stand_in) or with
-  // SHIMKIT_KEEP_PLAIN_WEIGHTS=1.
-  bool give_back(std::shared_ptr<const StandIn> stand_in);
+  // Told by a stand-in's maker that it will not read the constant's first
+  // `bytes` again.
+  using DoneUpTo = std::function<void(size_t bytes)>;
+  // Lets `stand_in` stand in for this constant's bytes, which `make` writes
+  // from them, and gives the pages wholly inside the block back to the system
+  // as it goes: make(done) reads the bytes front to back and calls done(n)
+  // once it no longer needs the first n; the whole pages below n go back then,
+  // the rest when make returns. So each byte is held once, plain or packed,
+  // not both at the same time. A reader of data() meanwhile waits, then gets
+  // the bytes rebuilt. If make throws after pages went back, the bytes are
+  // lost: data() throws ShimError from then on.
+  // Returns false without calling `make` unless stand-ins are allowed
+  // (allow_stand_in); also with SHIMKIT_KEEP_PLAIN_WEIGHTS=1.
+  bool give_back(std::shared_ptr<const StandIn> stand_in,
+                 const std::function<void(const DoneUpTo& done)>& make);
+  // Keeps `derived`, something made from these bytes (a convolution's
+  // packed weight), exactly as long as this block: a closed model's packed
+  // weights go with its constants.
+  void keep_derived(std::shared_ptr<const void> derived);
 
  private:
   void rebuild() const;
@@ -260,7 +275,8 @@ class Storage {
   bool constant_ = false;
   bool stand_in_allowed_ = false;  // set before the model's first run
   mutable std::atomic<bool> given_back_{false};
-  mutable std::shared_ptr<const StandIn> stand_in_;  // guarded by a mutex in slim_tensor.cpp
+  mutable std::shared_ptr<const StandIn> stand_in_;   // guarded by a mutex in slim_tensor.cpp
+  std::vector<std::shared_ptr<const void>> derived_;  // guarded by a mutex in slim_tensor.cpp
 };
 
 class SlimTensor {

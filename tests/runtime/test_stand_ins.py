@@ -10,13 +10,16 @@ not a copied constant, keep their pages. Wrapper level: which constants
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from shimkit.runtime.capi import DTYPE_CODES
 from shimkit.runtime.stand_ins import stand_in_constants
 
 from tests.runtime.shimcall import Shims
@@ -49,12 +52,15 @@ def resident_pages(array: np.ndarray) -> int:
     return sum(f & 1 for f in flags)
 
 
-@pytest.fixture
-def constants(sh: Shims) -> Iterator[list[tuple[np.ndarray, ctypes.c_void_p]]]:
-    """Two weights made as the loader's watch sees AOTInductor make constants: copied, in
-    order, out of a section into anonymous memory the model owns."""
-    torch.manual_seed(3)
-    weights = [torch.randn(64, 64, 3, 3).numpy() for _ in range(2)]
+@contextlib.contextmanager
+def copied_out(
+    sh: Shims,
+    weights: list[np.ndarray],
+    view: Callable[[np.ndarray], np.ndarray] = lambda stored: stored,
+) -> Iterator[list[tuple[np.ndarray, ctypes.c_void_p]]]:
+    """`weights` (their stored layout) made as the loader's watch sees AOTInductor make
+    constants: copied, in order, out of a section into anonymous memory the model owns;
+    each handed to the shims as `view` of its copy."""
     section = np.concatenate([w.ravel() for w in weights])
     memory = mmap.mmap(-1, section.nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     owned = np.frombuffer(memory, dtype=np.float32)
@@ -65,7 +71,7 @@ def constants(sh: Shims) -> Iterator[list[tuple[np.ndarray, ctypes.c_void_p]]]:
     try:
         start = 0
         for w in weights:
-            plain = owned[start : start + w.size].reshape(w.shape)
+            plain = view(owned[start : start + w.size].reshape(w.shape))
             made.append((plain, sh.wrap(plain)))
             start += w.size
     finally:
@@ -73,6 +79,14 @@ def constants(sh: Shims) -> Iterator[list[tuple[np.ndarray, ctypes.c_void_p]]]:
     yield made
     for _, handle in made:
         sh.free(handle)
+
+
+@pytest.fixture
+def constants(sh: Shims) -> Iterator[list[tuple[np.ndarray, ctypes.c_void_p]]]:
+    """Two 64x64x3x3 convolution weights, copied out as constants."""
+    torch.manual_seed(3)
+    with copied_out(sh, [torch.randn(64, 64, 3, 3).numpy() for _ in range(2)]) as made:
+        yield made
 
 
 def _convolve(sh: Shims, handle: ctypes.c_void_p, x: np.ndarray) -> np.ndarray:
@@ -115,6 +129,68 @@ def test_packed_weights_stand_in_and_plain_bytes_come_back(sh: Shims, constants)
     np.testing.assert_array_equal(sh.read(allowed_handle), original[0])
     assert resident_pages(allowed) > 0
     np.testing.assert_allclose(_convolve(sh, allowed_handle, x.numpy()), want[0], atol=1e-4)
+
+
+def _rss_bytes() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) * 1024
+
+
+def _peak_growth_bytes(action: Callable[[], object]) -> int:
+    """How far this process's peak RSS rose above its RSS while `action` ran."""
+
+    def peak_kb() -> int:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0])
+
+    Path("/proc/self/clear_refs").write_text("5")  # the peak restarts from the current RSS
+    before = peak_kb()
+    action()
+    return (peak_kb() - before) * 1024
+
+
+@pytest.mark.parametrize("outermost", [True, False], ids=["rows-outermost", "control-transposed"])
+def test_big_weight_is_packed_without_a_second_copy(sh: Shims, outermost: bool) -> None:
+    # ResNet-18's largest convolution weight (9 MiB). Packed slice by slice, its plain
+    # pages go back as each slice is reordered: the packing never holds both copies.
+    # Control: stored with dim 0 innermost, no slice of its rows is contiguous, so it is
+    # packed whole and the peak rises by the whole packed copy before the pages go back.
+    torch.manual_seed(5)
+    weight = torch.randn(512, 512, 3, 3)
+    stored = weight.numpy() if outermost else weight.permute(1, 0, 2, 3).contiguous().numpy()
+    view = (lambda a: a) if outermost else (lambda a: a.transpose(1, 0, 2, 3))
+    x = torch.randn(1, 512, 7, 7)
+    want = torch.nn.functional.conv2d(x, weight, padding=1).numpy()
+    # First the same convolution on a weight of the model's own (reordered per call,
+    # never cached): the plan, oneDNN's kernels and threads are made then, outside the
+    # measured packing.
+    layout = view(stored)
+    warm_up = ctypes.c_void_p()
+    sh.ok(
+        "aoti_torch_empty_strided",
+        ctypes.c_int64(4),
+        _ints(*layout.shape),
+        _ints(*(st // layout.itemsize for st in layout.strides)),
+        ctypes.c_int32(DTYPE_CODES["float32"]),
+        ctypes.c_int32(0),
+        ctypes.c_int32(0),
+        ctypes.byref(warm_up),
+    )
+    _convolve(sh, warm_up, x.numpy())
+    sh.free(warm_up)
+    with copied_out(sh, [stored], view) as [(plain, handle)]:
+        assert sh.lib.shimkit_shim_allow_stand_in(handle) == 1
+        got: list[np.ndarray] = []
+        growth = _peak_growth_bytes(lambda: got.append(_convolve(sh, handle, x.numpy())))
+        np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-3)
+        assert resident_pages(plain) == 0
+        if outermost:
+            assert growth < weight.numel() * 4 / 4, growth
+        else:
+            assert growth > weight.numel() * 4 * 0.9, growth
+        np.testing.assert_allclose(_convolve(sh, handle, x.numpy()), want, rtol=1e-4, atol=1e-3)
+        held = _rss_bytes()
+    # The packed copy goes with the constant's storage (a closed model's weights).
+    assert held - _rss_bytes() > weight.numel() * 4 * 0.9
 
 
 def test_only_copied_constants_can_stand_in(sh: Shims) -> None:
