@@ -16,6 +16,7 @@ from shimkit.aot.targets import TARGETS, provided_names, target_named
 from shimkit.config import ShimConfig
 from shimkit.elf import ElfImage, Symbol
 from shimkit.errors import ShimkitError
+from shimkit.runtime.build import build
 
 ENTRIES = [
     "AOTInductorModelContainerCreateWithDevice",
@@ -73,6 +74,23 @@ def test_libtorch_names_are_torchs_shims_prefixed(config: ShimConfig) -> None:
     names = provided_names(TARGETS["libtorch"], config)
     assert config.prefixed(HISTC) in names and config.prefixed("aoti_torch_get_dim") in names
     assert config.prefixed("aoti_torch_no_such_shim") not in names
+
+
+def test_libraries_of_another_prefix_are_named_not_every_shim(
+    config: ShimConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An adopter's prefix file (acme_) with libraries built for shimkit's default prefix (a
+    # wheel's, or $SHIMKIT_LIB_DIR at another project's build): one line naming both
+    # prefixes and how to get acme_'s, not every shim the blob imports called missing.
+    monkeypatch.setenv("SHIMKIT_LIB_DIR", str(build("release").runtime.parent))
+    acme = config.with_prefix("acme_", "an adopter's prefix file")
+    with pytest.raises(ShimkitError) as raised:
+        provided_names(TARGETS["slim-cpu"], acme)
+    line = str(raised.value)
+    assert f"serve prefix {config.prefix}, not acme_" in line and "$SHIMKIT_LIB_DIR" in line
+    assert "\n" not in line
+    # Control: the same libraries serve the default prefix's names.
+    assert config.prefixed("aoti_torch_get_dim") in provided_names(TARGETS["slim-cpu"], config)
 
 
 def test_missing_shims_are_named_with_the_fix(config: ShimConfig, slim_cpu: frozenset[str]) -> None:

@@ -91,4 +91,18 @@ def provided_names(target: Target, config: ShimConfig) -> frozenset[str]:
         from shimkit.runtime.capi import shim_library
 
         library = shim_library(config)
-    return frozenset(n for n in _exports(str(library)) if config.is_prefixed_family(n))
+    exports = _exports(str(library))
+    provided = frozenset(n for n in exports if config.is_prefixed_family(n))
+    if not provided:
+        # Libraries built for another prefix (a wheel's serve shimkit's default): name it,
+        # rather than call every shim the blob imports missing.
+        from shimkit.runtime.admit import how_to_serve, served_prefix
+
+        other = served_prefix(exports, config.families)
+        if other is not None and other != config.prefix:
+            raise ShimkitError(
+                f"{library}: {target.runtime} here serve prefix {other}, not {config.prefix} "
+                f"({config.source}): {how_to_serve(config.prefix)}, or compile with --target "
+                "libtorch to run under torch's runner"
+            )
+    return provided

@@ -71,11 +71,32 @@ def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> N
     other = sorted(found)[0]
     raise ShimkitError(
         f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
-        f"this runtime serves prefix {served.prefix}: build shims and a runtime for {other} "
-        "from your shim_symbol_prefix.bzl (docs/adopting.md: CMake shimkit_shim_library, the "
-        "Bazel macros, or `shimkit --config FILE run` in a shimkit checkout) and set "
-        f"$SHIMKIT_LIB_DIR to them, or compile the blob for {served.prefix}"
+        f"this runtime serves prefix {served.prefix}: {how_to_serve(other)}, or compile the "
+        f"blob for {served.prefix}"
     )
+
+
+def how_to_serve(prefix: str) -> str:
+    """How an adopter gets slim libraries for `prefix` (a blob's, a prefix file's)."""
+    return (
+        f"build shims and a runtime for {prefix} from your shim_symbol_prefix.bzl "
+        "(docs/adopting.md: CMake shimkit_shim_library, the Bazel macros, or `shimkit --config "
+        "FILE run` in a shimkit checkout) and set $SHIMKIT_LIB_DIR to them"
+    )
+
+
+def served_prefix(exports: list[str], families: tuple[str, ...]) -> str | None:
+    """The prefix a shim library's exported shims carry (None if it exports none)."""
+    from shimkit.checks.known_shims import known_shim_names, shim_prefix
+
+    known = known_shim_names()
+    if known is None:
+        return None
+    for name in exports:
+        prefix = shim_prefix(name, families, known)
+        if prefix is not None:
+            return prefix
+    return None
 
 
 def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
