@@ -88,10 +88,18 @@ NATIVE_LIBRARIES = {
             "shims/slim_tensor.h",
         ],
         # OpenBLAS for GEMMs; libdl to open oneDNN (libdnnl-dev's libdnnl.so.2) at
-        # run time (shims/onednn_api.h says why).
+        # run time (shims/onednn_api.h says why). SLEEF for the blobs, not the
+        # shims: the vectorized kernels Inductor generates call ATen's SLEEF
+        # functions (Sleef_expf16_u10, ...), which libtorch provides to torch's
+        # runner; a NEEDED entry of the shims puts libsleef in the global scope
+        # a blob binds in (docs/aot.md), so it must stay although the shims call
+        # none of it.
         "linkopts": [
             "-lopenblas",
             "-ldl",
+            "-Wl,--push-state,--no-as-needed",
+            "-lsleef",
+            "-Wl,--pop-state",
         ],
     },
     # The blob loader (libshimkit_runtime.so): calls the shims through the shim

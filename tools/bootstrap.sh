@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-java
-  binutils patchelf libopenblas-dev libdnnl-dev python3-dev debootstrap cmake ninja-build g++
+  binutils patchelf libopenblas-dev libdnnl-dev libsleef-dev python3-dev debootstrap cmake ninja-build g++
 )
 
 missing=()

@@ -51,6 +51,7 @@ def test_wheel_is_self_contained(wheel: Path, fresh_venv: Venv) -> None:
         "shimkit/elf/_symnames",
     ], extensions
     assert any(n.startswith("shimkit.libs/libopenblas") for n in names)  # vendored
+    assert any(n.startswith("shimkit.libs/libsleef") for n in names)  # for vectorized blobs
     assert not [n for n in names if n.endswith((".c", ".cpp"))]  # nothing to compile
     assert any(n.endswith("licenses/LICENSE") for n in names)
     # The installed package is the venv's, not this checkout's.

@@ -44,7 +44,17 @@ from shimkit.progress import progress
 # slim convolution caches in oneDNN's layout (shims/conv_onednn.cpp). Weight
 # prepacking stays off: it would emit mkldnn-specific ops and opaque tensors
 # that only libtorch serves. Freezing only happens with grad mode off.
-CPU_INFERENCE_OPTIONS: dict[str, Any] = {"freezing": True, "cpp.weight_prepack": False}
+# `cpp.vec_isa_ok`: Inductor vectorizes only for an instruction set it has proved by
+# building and dlopening a probe, and without libtorch that probe cannot load (ATen's
+# vector code calls SLEEF, which libtorch provides): every kernel came out scalar. The
+# compile machine's own instruction set is taken instead, as the probe would have found
+# it with libtorch; the blobs then import SLEEF, which the slim shims bring (a NEEDED
+# libsleef; native_sources.bzl) and libtorch has for torch's runner.
+CPU_INFERENCE_OPTIONS: dict[str, Any] = {
+    "freezing": True,
+    "cpp.weight_prepack": False,
+    "cpp.vec_isa_ok": True,
+}
 
 
 # A CUDA blob carries its kernels inside the .so: a slim runtime passes no cubin
