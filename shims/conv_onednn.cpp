@@ -354,22 +354,29 @@ void pack_weight(const ConvPlan& plan, void* plain, dnnl_memory_t packed,
   }
   // Every slice but the last has `step` rows: one reorder serves them all,
   // each at its own addresses. Both are made before the first page goes back.
-  const int64_t last = rows % step == 0 ? step : rows % step;
-  const Reorder full = reorder(leading_rows(from, step), leading_rows(to, step));
-  const Reorder tail = reorder(leading_rows(from, last), leading_rows(to, last));
+  struct Slice {
+    dnnl_memory_desc_t from, to;
+    Reorder reorder;
+  };
+  auto slice_of = [&](int64_t n) {
+    Slice slice{leading_rows(from, n), leading_rows(to, n), {}};
+    slice.reorder = reorder(slice.from, slice.to);
+    return slice;
+  };
+  const Slice full = slice_of(step);
+  const Slice tail = slice_of(rows % step == 0 ? step : rows % step);
   void* packed_base = nullptr;
   onednn_check(onednn().dnnl_memory_get_data_handle(packed, &packed_base), "packed weight");
   const int64_t plain_row = from.format_desc.blocking.strides[0];
   const int64_t block = dim0_block(to);
   for (int64_t r = 0; r < rows; r += step) {
     const int64_t n = std::min(step, rows - r);
-    const Reorder& slice = n == step ? full : tail;
+    const Slice& slice = n == step ? full : tail;
     // Row r (a whole block in) starts r / block outer blocks into the packed copy.
-    Memory from_rows = memory_at(leading_rows(from, n), static_cast<float*>(plain) + r * plain_row);
-    Memory to_rows =
-        memory_at(leading_rows(to, n), static_cast<float*>(packed_base) +
-                                           r / block * to.format_desc.blocking.strides[0]);
-    slice.run(from_rows.get(), to_rows.get(), "weight reorder");
+    Memory from_rows = memory_at(slice.from, static_cast<float*>(plain) + r * plain_row);
+    Memory to_rows = memory_at(slice.to, static_cast<float*>(packed_base) +
+                                             r / block * to.format_desc.blocking.strides[0]);
+    slice.reorder.run(from_rows.get(), to_rows.get(), "weight reorder");
     onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
     done(static_cast<size_t>((r + n) * plain_row) * sizeof(float));
   }

@@ -131,21 +131,22 @@ def test_packed_weights_stand_in_and_plain_bytes_come_back(sh: Shims, constants)
     np.testing.assert_allclose(_convolve(sh, allowed_handle, x.numpy()), want[0], atol=1e-4)
 
 
+def _status_bytes(field: str) -> int:
+    """A size from /proc/self/status (VmRSS, VmHWM), in bytes."""
+    status = Path("/proc/self/status").read_text()
+    return int(status.split(f"{field}:")[1].split()[0]) * 1024
+
+
 def _rss_bytes() -> int:
-    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) * 1024
+    return _status_bytes("VmRSS")
 
 
 def _peak_growth_bytes(action: Callable[[], object]) -> int:
     """How far this process's peak RSS rose above its RSS while `action` ran."""
-
-    def peak_kb() -> int:
-        status = Path("/proc/self/status").read_text()
-        return int(status.split("VmHWM:")[1].split()[0])
-
     Path("/proc/self/clear_refs").write_text("5")  # the peak restarts from the current RSS
-    before = peak_kb()
+    before = _status_bytes("VmHWM")
     action()
-    return (peak_kb() - before) * 1024
+    return _status_bytes("VmHWM") - before
 
 
 @pytest.mark.parametrize("outermost", [True, False], ids=["rows-outermost", "control-transposed"])

@@ -96,10 +96,10 @@ def provided_names(target: Target, config: ShimConfig) -> frozenset[str]:
     if not provided:
         # Libraries built for another prefix (a wheel's serve shimkit's default): name it,
         # rather than call every shim the blob imports missing.
-        from shimkit.runtime.admit import how_to_serve, served_prefix
+        from shimkit.runtime.admit import how_to_serve, shim_prefixes
 
-        other = served_prefix(exports, config.families)
-        if other is not None and other != config.prefix:
+        other = next(iter(shim_prefixes(exports, config.families)), config.prefix)
+        if other != config.prefix:
             raise ShimkitError(
                 f"{library}: {target.runtime} here serve prefix {other}, not {config.prefix} "
                 f"({config.source}): {how_to_serve(config.prefix)}, or compile with --target "

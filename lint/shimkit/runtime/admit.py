@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from shimkit.checks.blob import blob_findings
@@ -52,23 +53,31 @@ def served_config(config: ShimConfig, prefix: str, runtime: Path) -> ShimConfig:
     return config.with_prefix(prefix, f"served by {runtime}")
 
 
+def shim_prefixes(names: Iterable[str], families: tuple[str, ...]) -> dict[str, str]:
+    """The prefixes that shim names among `names` carry, each with its first such name, in
+    the order met (bare shim names are left out; empty if the known names are unavailable)."""
+    from shimkit.checks.known_shims import known_shim_names, shim_prefix
+
+    known = known_shim_names()
+    found: dict[str, str] = {}
+    if known is None:
+        return found
+    for name in names:
+        prefix = shim_prefix(name, families, known)
+        if prefix:
+            found.setdefault(prefix, name)
+    return found
+
+
 def check_served_prefix(image: ElfImage, served: ShimConfig, location: str) -> None:
     """One line when the blob's shims carry another prefix than the runtime serves: which
     prefix it serves, and how to get a runtime for the blob's. (Unprefixed shims are the
     linter's SK001, reported by `lint_errors`.)"""
-    from shimkit.checks.known_shims import known_shim_names, shim_prefix
-
-    known = known_shim_names()
-    if known is None:
+    found = shim_prefixes((s.name for s in image.imports), served.families)
+    others = sorted(p for p in found if p != served.prefix)
+    if not others:
         return
-    found: dict[str, str] = {}
-    for symbol in image.imports:
-        prefix = shim_prefix(symbol.name, served.families, known)
-        if prefix and prefix != served.prefix:
-            found.setdefault(prefix, symbol.name)
-    if not found:
-        return
-    other = sorted(found)[0]
+    other = others[0]
     raise ShimkitError(
         f"{location}: the blob imports shims under prefix {other} (e.g. {found[other]}), but "
         f"this runtime serves prefix {served.prefix}: {how_to_serve(other)}, or compile the "
@@ -83,20 +92,6 @@ def how_to_serve(prefix: str) -> str:
         "(docs/adopting.md: CMake shimkit_shim_library, the Bazel macros, or `shimkit --config "
         "FILE run` in a shimkit checkout) and set $SHIMKIT_LIB_DIR to them"
     )
-
-
-def served_prefix(exports: list[str], families: tuple[str, ...]) -> str | None:
-    """The prefix a shim library's exported shims carry (None if it exports none)."""
-    from shimkit.checks.known_shims import known_shim_names, shim_prefix
-
-    known = known_shim_names()
-    if known is None:
-        return None
-    for name in exports:
-        prefix = shim_prefix(name, families, known)
-        if prefix is not None:
-            return prefix
-    return None
 
 
 def lint_errors(image: ElfImage, config: ShimConfig, provider: Path) -> list[str]:
