@@ -64,8 +64,21 @@ EMBED_OPTION = "aot_inductor.embed_kernel_binary"
 # CUDA blobs are frozen too: batch-norm folds into the convolutions before them, and
 # linears that read one input (a transformer's query, key and value) become one GEMM
 # over their weights concatenated at compile time (Inductor's freezing patterns; on
-# CUDA they need no option). Fewer, larger kernels per run.
-CUDA_INFERENCE_OPTIONS: dict[str, Any] = {"freezing": True}
+# CUDA they need no option). Fewer, larger kernels per run. The few CPU kernels a CUDA
+# blob may have stay scalar: the slim CUDA shims bring no SLEEF.
+CUDA_INFERENCE_OPTIONS: dict[str, Any] = {"freezing": True, "cpp.vec_isa_ok": False}
+
+
+def forget_vector_instructions(torch: ModuleType) -> None:
+    """Make Inductor choose its CPU instruction set again, under this compile's options.
+
+    Inductor keeps the instruction sets it found for the rest of the process: after a
+    compile that allowed none (a CUDA one), a CPU compile would come out scalar, and
+    after a CPU compile a CUDA blob's CPU kernels would import SLEEF.
+    """
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list.cache_clear()
 
 
 @dataclass
@@ -238,6 +251,7 @@ def compile_exported(
         options.update(CUDA_INFERENCE_OPTIONS)
     else:
         options.update(CPU_INFERENCE_OPTIONS)
+    forget_vector_instructions(torch)
     label = label or str(out)
     with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
