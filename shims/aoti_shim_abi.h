@@ -130,6 +130,11 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTe
                                                     AtenTensorHandle mat2);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                      AtenTensorHandle mat2);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out,
+                                                         AtenTensorHandle self,
+                                                         AtenTensorHandle batch1,
+                                                         AtenTensorHandle batch2, double beta,
+                                                         double alpha);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
     int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
@@ -142,6 +147,18 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, 
                                                          int64_t dim, int32_t descending,
                                                          AtenTensorHandle* ret0,
                                                          AtenTensorHandle* ret1);
+
+// Pooling with windows too large for Inductor's own loops (shim_pool.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_avg_pool2d(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    int32_t ceil_mode, int32_t count_include_pad, int64_t* divisor_override,
+    AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_adaptive_max_pool2d(AtenTensorHandle self,
+                                                                 const int64_t* output_size,
+                                                                 int64_t output_size_len_,
+                                                                 AtenTensorHandle* ret0,
+                                                                 AtenTensorHandle* ret1);
 
 // Attention, embedding bags and recurrent layers (shim_attention.cpp,
 // shim_embedding.cpp, shim_rnn.cpp).

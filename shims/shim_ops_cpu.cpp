@@ -231,6 +231,26 @@ void bmm(const SlimTensor& o, const SlimTensor& a, const SlimTensor& b) {
   }
 }
 
+// out[i] = beta * self[i] + alpha * a[i] @ b[i]: an addmm per batch, `self`
+// broadcast over the batch when it has no batch dimension of its own (or 1).
+void baddbmm(const SlimTensor& o, const SlimTensor& s, const SlimTensor& a, const SlimTensor& b,
+             double beta, double alpha) {
+  if (o.dim() != 3 || a.dim() != 3 || b.dim() != 3) throw ShimError("baddbmm needs 3-D tensors");
+  const int64_t batch = o.sizes()[0];
+  if (a.sizes()[0] != batch || b.sizes()[0] != batch) throw ShimError("baddbmm batch mismatch");
+  if (s.dim() == 3 && s.sizes()[0] != batch && s.sizes()[0] != 1) {
+    throw ShimError("baddbmm self does not broadcast to out");
+  }
+  const auto batch_view = [](const SlimTensor& t, int64_t i) {
+    return t.view(t.sizes().data() + 1, t.strides().data() + 1, 2,
+                  t.storage_offset() + i * t.strides()[0]);
+  };
+  for (int64_t i = 0; i < batch; ++i) {
+    const SlimTensor si = s.dim() == 3 ? batch_view(s, s.sizes()[0] == 1 ? 0 : i) : s;
+    addmm(batch_view(o, i), si, batch_view(a, i), batch_view(b, i), beta, alpha);
+  }
+}
+
 // Runs `op(out, operands...)`; float16/bfloat16 ones on float32 copies, the
 // result rounded back into `out` once.
 template <typename Op, typename... T>
@@ -288,6 +308,19 @@ AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle sel
                                       AtenTensorHandle mat2) {
   return SHIMKIT_GUARD({
     shimkit::in_float_if_reduced(as_tensor(out), shimkit::bmm, as_tensor(self), as_tensor(mat2));
+  });
+}
+
+AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                          AtenTensorHandle batch1, AtenTensorHandle batch2,
+                                          double beta, double alpha) {
+  return SHIMKIT_GUARD({
+    shimkit::in_float_if_reduced(
+        as_tensor(out),
+        [&](const SlimTensor& o, const SlimTensor& s, const SlimTensor& a, const SlimTensor& b) {
+          shimkit::baddbmm(o, s, a, b, beta, alpha);
+        },
+        as_tensor(self), as_tensor(batch1), as_tensor(batch2));
   });
 }
 

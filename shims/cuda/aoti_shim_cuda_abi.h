@@ -86,6 +86,21 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(
     AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
     AtenTensorHandle src, const char* reduce, int32_t include_self);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_avg_pool2d(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    int32_t ceil_mode, int32_t count_include_pad, int64_t* divisor_override,
+    AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
+                                                                  const int64_t* output_size,
+                                                                  int64_t output_size_len_,
+                                                                  AtenTensorHandle* ret0,
+                                                                  AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
+                                                          AtenTensorHandle self,
+                                                          AtenTensorHandle batch1,
+                                                          AtenTensorHandle batch2, double beta,
+                                                          double alpha);
 
 // Not torch's ABI (no shim-family name): CUDA availability for hosts and
 // tests. Returns the number of devices, or -1 when CUDA is unusable; then

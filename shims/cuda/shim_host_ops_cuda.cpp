@@ -1,8 +1,8 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
-// topk, embedding_bag, index_reduce, scatter_reduce), run by their CPU shims
-// on host mirrors of the device tensors (host_fallback.h). Inductor turns
-// most index, scan and search ops of a CUDA model into Triton kernels; these
-// are the ones it leaves to ATen.
+// topk, embedding_bag, index_reduce, scatter_reduce, large-window pooling,
+// baddbmm), run by their CPU shims on host mirrors of the device tensors
+// (host_fallback.h). Inductor turns most index, scan, search and pooling ops
+// of a CUDA model into Triton kernels; these are the ones it leaves to ATen.
 #include <array>
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
@@ -96,6 +96,51 @@ AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, Aten
                            cu::borrow_handle(ho), cu::borrow_handle(in[0]), dim,
                            cu::borrow_handle(in[1]), cu::borrow_handle(in[2]), reduce,
                            include_self);
+                     });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_avg_pool2d(AtenTensorHandle self, const int64_t* kernel_size,
+                                          int64_t kernel_size_len_, const int64_t* stride,
+                                          int64_t stride_len_, const int64_t* padding,
+                                          int64_t padding_len_, int32_t ceil_mode,
+                                          int32_t count_include_pad, int64_t* divisor_override,
+                                          AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "avg_pool2d"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_avg_pool2d(host(self), kernel_size, kernel_size_len_, stride,
+                                       stride_len_, padding, padding_len_, ceil_mode,
+                                       count_include_pad, divisor_override, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
+                                                   const int64_t* output_size,
+                                                   int64_t output_size_len_, AtenTensorHandle* ret0,
+                                                   AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "adaptive_max_pool2d"), {ret0, ret1},
+                           [&](auto& out) {
+                             return aoti_torch_cpu_adaptive_max_pool2d(
+                                 host(self), output_size, output_size_len_, &out[0].h, &out[1].h);
+                           });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                           AtenTensorHandle batch1, AtenTensorHandle batch2,
+                                           double beta, double alpha) {
+  return SHIMKIT_CUDA_GUARD({
+    const SlimTensor& o = as_tensor(out);
+    cu::cuda_device_of(out, "baddbmm");
+    cu::on_host_into(o, {&as_tensor(self), &as_tensor(batch1), &as_tensor(batch2)},
+                     [&](SlimTensor& ho, std::vector<SlimTensor>& in) {
+                       return aoti_torch_cpu_baddbmm_out(
+                           cu::borrow_handle(ho), cu::borrow_handle(in[0]),
+                           cu::borrow_handle(in[1]), cu::borrow_handle(in[2]), beta, alpha);
                      });
   });
 }

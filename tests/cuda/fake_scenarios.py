@@ -18,6 +18,7 @@ from shimkit.config import load_config
 
 I64 = ctypes.c_int64
 I32 = ctypes.c_int32
+F64 = ctypes.c_double
 F32 = 6
 I64_CODE = 4
 CPU, CUDA = 0, 1
@@ -395,10 +396,22 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         scattered = make(np.zeros((3, 3), dtype=np.float32))
         s.call(f"aoti_torch_{dev}_scatter_reduce_two_out", scattered, make(base), I64(0),
                make(scatter_index, dtype=I64_CODE), make(scatter_src), b"sum", I32(1))  # fmt: skip
+        averaged, peaks, peak_at = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+        one = I64(1)
+        s.call(f"aoti_torch_{dev}_avg_pool2d", make(x), (I64 * 1)(6), one, (I64 * 1)(2), one,
+               (I64 * 1)(1), one, I32(1), I32(0), None, ctypes.byref(averaged))  # fmt: skip
+        s.call(f"aoti_torch_{dev}_adaptive_max_pool2d", make(x), (I64 * 2)(3, 3), I64(2),
+               ctypes.byref(peaks), ctypes.byref(peak_at))  # fmt: skip
+        scored = make(np.zeros((2, 3, 4), dtype=np.float32))
+        batch1, batch2 = make(x[:, 0, :3, :5].copy()), make(x[:, 1, :5, :4].copy())
+        s.call(f"aoti_torch_{dev}_baddbmm_out", scored, make(base[:, :1].copy()), batch1, batch2,
+               F64(0.5), F64(2.0))  # fmt: skip
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value
-        results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered)]
+        results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
+                        s.numpy(peaks), s.numpy(peak_at), s.numpy(scored)]  # fmt: skip
+    r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)
     ]

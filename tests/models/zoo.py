@@ -342,6 +342,39 @@ class IndexOps(nn.Module):
         return amax, mean, added, prod, *cum, *pos, top.values, top.indices
 
 
+# --- pooling and attention fallbacks of older architectures -------------------------
+
+
+class PoolingNet(nn.Module):
+    """A CNN with CBAM-style channel attention (average- and max-pooled descriptors),
+    regions average-pooled into tokens, and a baddbmm attention over them with a learned
+    bias. The pooling windows (6x6 and up to 7x7 elements, 17 not a multiple of 3) are
+    larger than Inductor's own loops take (25), so it calls the avg_pool2d and
+    adaptive_max_pool2d fallbacks."""
+
+    def __init__(self, channels: int = 16, classes: int = 10) -> None:
+        super().__init__()
+        c = channels
+        self.features = nn.Sequential(nn.Conv2d(3, c, 3, 2, 1), nn.BatchNorm2d(c), nn.ReLU())
+        self.gate = nn.Sequential(nn.Linear(c, c // 4), nn.ReLU(), nn.Linear(c // 4, c))
+        self.q, self.k = nn.Linear(c, c), nn.Linear(c, c)
+        self.position_bias = nn.Parameter(torch.randn(9, 9) * 0.1)
+        self.fc = nn.Linear(c, classes)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.features(x)  # [n, c, 17, 17]
+        c = h.shape[1]
+        peaks = F.adaptive_max_pool2d(h, 3)  # [n, c, 3, 3]
+        avg = F.adaptive_avg_pool2d(h, 1).flatten(1)
+        h = h * torch.sigmoid(self.gate(avg) + self.gate(peaks.amax((2, 3))))[:, :, None, None]
+        tokens = F.avg_pool2d(h, 6, 4).flatten(2).transpose(1, 2)  # [n, 9, c]
+        scores = torch.baddbmm(
+            self.position_bias, self.q(tokens), self.k(tokens).transpose(1, 2), alpha=c**-0.5
+        )
+        mixed = torch.bmm(scores.softmax(-1), tokens)  # [n, 9, c]
+        return self.fc(mixed.mean(1)), peaks
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -473,6 +506,11 @@ def _mobilenet_v2_full() -> ZooModel:
     return ZooModel(MobileNetV2().eval(), (_randn(1, 3, 224, 224),))
 
 
+def _pooling() -> ZooModel:
+    _seeded(23)
+    return ZooModel(PoolingNet().eval(), (_randn(2, 3, 34, 34),))
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -491,6 +529,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "index_ops": _index_ops,
     "reduced_precision": _reduced_precision,
     "dynamic_mlp": _dynamic_mlp,
+    "pooling": _pooling,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

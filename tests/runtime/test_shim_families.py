@@ -20,77 +20,9 @@ from typing import Any
 import pytest
 import torch
 
-from tests.runtime.shimcall import Shims
+from tests.runtime.shimcall import TORCH_CODES, Handle, TorchShims, ints, outs
 
 ROOT = Path(__file__).resolve().parents[2]
-
-TORCH_CODES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int16: 2,
-    torch.int32: 3,
-    torch.int64: 4,
-    torch.float16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.bool: 11,
-    torch.bfloat16: 15,
-}
-CODE_TORCH = {code: dt for dt, code in TORCH_CODES.items()}
-Handle = ctypes.c_void_p
-
-
-class TorchShims(Shims):
-    """Shims with torch tensors in and out (any dtype, bfloat16 included)."""
-
-    def tensor(self, t: torch.Tensor) -> Handle:
-        self._keep.append(t)
-        handle = Handle()
-        self.ok(
-            "aoti_torch_create_tensor_from_blob",
-            ctypes.c_void_p(t.data_ptr() - t.storage_offset() * t.element_size()),
-            ctypes.c_int64(t.dim()),
-            ints(*t.shape),
-            ints(*t.stride()),
-            ctypes.c_int64(t.storage_offset()),
-            ctypes.c_int32(TORCH_CODES[t.dtype]),
-            ctypes.c_int32(0),
-            ctypes.c_int32(-1),
-            ctypes.byref(handle),
-        )
-        return handle
-
-    def torch(self, handle: Handle, free: bool = True) -> torch.Tensor:
-        """A copy of the tensor (same sizes and strides); frees the handle."""
-        sizes, strides, _ = self.geometry(handle)
-        code, data = ctypes.c_int32(), ctypes.c_void_p()
-        self.ok("aoti_torch_get_dtype", handle, ctypes.byref(code))
-        self.ok("aoti_torch_get_data_ptr", handle, ctypes.byref(data))
-        dtype = CODE_TORCH[code.value]
-        itemsize = torch.empty(0, dtype=dtype).element_size()
-        span = (
-            0 if 0 in sizes else 1 + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True))
-        )
-        raw = (
-            bytearray(ctypes.string_at(data.value, span * itemsize))
-            if span
-            else bytearray(itemsize)
-        )
-        flat = torch.frombuffer(raw, dtype=dtype) if span else torch.empty(1, dtype=dtype)
-        out = torch.empty_strided(sizes, strides, dtype=dtype)
-        if span:
-            out.copy_(flat.as_strided(sizes, strides))
-        if free:
-            self.free(handle)
-        return out
-
-
-def ints(*values: int) -> ctypes.Array:
-    return (ctypes.c_int64 * len(values))(*values)
-
-
-def outs(n: int) -> list[Handle]:
-    return [Handle() for _ in range(n)]
 
 
 @pytest.fixture(scope="module")
