@@ -3,15 +3,19 @@ before it writes the package (the linter's SK004 with T's names as the provider)
 
 Fast tests build images by hand (no torch compile); the slow one compiles a real model
 using an op the slim CPU shims lack (torch.histc): it fails naming the op and the fix,
-writes nothing, and compiles for --target libtorch (torch's runner has the op).
+writes nothing, and compiles for --target libtorch (torch's runner has the op); another
+(an embedding with max_norm) leaves an op to libtorch's proxy executor and fails naming it.
 """
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
 
 import pytest
 from shimkit.aot.compile import blob_problems, problems_line
+from shimkit.aot.pt2 import proxy_executor_ops
 from shimkit.aot.targets import TARGETS, provided_names, target_named
 from shimkit.config import ShimConfig
 from shimkit.elf import ElfImage, Symbol
@@ -115,6 +119,37 @@ def test_the_proxy_executor_is_fine_only_for_libtorch(config: ShimConfig) -> Non
     assert blob_problems(image, config, TARGETS["libtorch"], names) == []
 
 
+def test_ops_left_to_the_proxy_executor_are_named(config: ShimConfig) -> None:
+    proxy = "aoti_torch_proxy_executor_call_function"
+    image = blob(config, [proxy])
+    found = blob_problems(image, config, TARGETS["slim-cpu"], frozenset())
+    line = problems_line(image, found, TARGETS["slim-cpu"], ["aten::embedding_renorm"])
+    assert "1 op(s) have no C shim" in line and "aten::embedding_renorm" in line
+    assert "--target libtorch" in line and "SK009" not in line
+    # Control: with no op names (a package without the executor's node list) the
+    # linter's own SK009 message stands.
+    assert "SK009" in problems_line(image, found, TARGETS["slim-cpu"], None)
+
+
+def test_proxy_executor_ops_come_from_the_json_beside_each_blob(tmp_path: Path) -> None:
+    package = tmp_path / "m.pt2"
+    with zipfile.ZipFile(package, "w") as archive:
+        for stem, text in (
+            ("m/data/aotinductor/model/a.wrapper", json.dumps({"nodes": [
+                {"name": "buf0", "node": {"target": "aten::embedding_renorm"}},
+                {"name": "buf2", "node": {"target": "aten::_unique2"}},
+                {"name": "buf3", "node": {"target": "aten::embedding_renorm"}},
+            ]})),
+            ("m/data/aotinductor/model/b.wrapper", "not json"),
+            ("m/data/aotinductor/model/c.wrapper", json.dumps({"nodes": []})),
+        ):  # fmt: skip
+            archive.writestr(f"{stem}.so", b"\x7fELF")
+            archive.writestr(f"{stem}.json", text)
+    assert proxy_executor_ops(package) == {
+        "m/data/aotinductor/model/a.wrapper.so": ["aten::_unique2", "aten::embedding_renorm"]
+    }
+
+
 def test_unknown_target_is_one_line() -> None:
     with pytest.raises(ShimkitError, match=r"unknown compile target 'gpu'.*slim-cpu"):
         target_named("gpu")
@@ -138,6 +173,30 @@ def test_a_model_the_slim_shims_cannot_serve_fails_compile(
     # Positive control: torch's runner has the op, so the libtorch target compiles.
     assert main(["compile", str(model), "-o", str(out), "--target", "libtorch"]) == 0
     assert "--target libtorch" in capsys.readouterr().out and out.is_file()
+
+
+RENORM_MODEL = """
+import torch
+
+model = torch.nn.Embedding(20, 8, max_norm=1.0)
+example_inputs = (torch.tensor([[1, 2, 3]]),)
+"""
+
+
+@pytest.mark.slow
+def test_an_op_without_a_c_shim_fails_compile_by_its_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from shimkit.cli import main
+
+    model = tmp_path / "renorm.py"
+    model.write_text(RENORM_MODEL)
+    assert main(["compile", str(model), "-o", str(tmp_path / "renorm.pt2")]) == 1
+    [line] = [
+        ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("shimkit: error: ")
+    ]
+    assert "need libtorch's proxy executor" in line and "aten::embedding_renorm" in line
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from typing import Any
 
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
-from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
+from shimkit.aot.pt2 import proxy_executor_ops, read_blobs, read_wrapper_sources
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import has_native_prefix_option, require_torch
 from shimkit.aot.wrapper import make_compiler_wrapper
@@ -211,16 +211,31 @@ def blob_problems(
     return findings
 
 
-def problems_line(image: ElfImage, findings: list[Finding], target: Target | None) -> str:
-    """One line for a failed blob: the shims its target lacks (each named), then the rest."""
+def problems_line(
+    image: ElfImage,
+    findings: list[Finding],
+    target: Target | None,
+    proxy_ops: list[str] | None = None,
+) -> str:
+    """One line for a failed blob: the shims its target lacks (each named), the ops it
+    leaves to libtorch's proxy executor (`proxy_ops`, named where the package lists
+    them), then the rest."""
     missing = sorted({f.symbol for f in findings if f.rule_id == "SK004" and f.symbol})
-    others = [f for f in findings if f.rule_id != "SK004"]
     parts = []
     if missing and target is not None:
         parts.append(
             f"{len(missing)} shim(s) it imports are not defined by {target.runtime} "
             f"(--target {target.name}): {', '.join(missing)} (fix: {target.fix})"
         )
+    named = proxy_ops if any(f.rule_id == "SK009" for f in findings) else None
+    if named:
+        parts.append(
+            f"{len(named)} op(s) have no C shim and need libtorch's proxy executor, which "
+            f"{target.runtime if target else 'a slim runtime'} lacks: {', '.join(named)} "
+            "(fix: replace the op, or compile with --target libtorch to run under torch's "
+            "runner)"
+        )
+    others = [f for f in findings if f.rule_id != "SK004" and not (named and f.rule_id == "SK009")]
     if others:
         parts.append(describe(others))
     return f"{image.location}: compiled blob fails the linter: {'; '.join(parts)}"
@@ -255,12 +270,17 @@ def compile_exported(
     label = label or str(out)
     with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
-        failed = [
-            problems_line(image, found, chosen)
-            for image in blobs.values()
+        problems = {
+            member: found
+            for member, image in blobs.items()
             if (found := blob_problems(image, config, chosen, providers))
-        ]
-        if failed:
+        }
+        if problems:
+            proxy_ops = proxy_executor_ops(temp)
+            failed = [
+                problems_line(blobs[member], found, chosen, proxy_ops.get(member))
+                for member, found in problems.items()
+            ]
             raise ShimkitError("; ".join(failed))
         warnings = shape_warnings(torch, exported, temp, label)
     return CompileResult(

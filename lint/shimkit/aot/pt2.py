@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -37,21 +38,48 @@ def read_blobs(path: Path) -> dict[str, bytes]:
         raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
 
 
-def read_wrapper_sources(path: Path) -> dict[str, str]:
-    """The C++ wrapper source AOTInductor packs next to each blob (`X.wrapper.cpp` for
-    `X.wrapper.so`), by the blob's member name; blobs without one are left out."""
+def read_blob_companions(path: Path, suffix: str) -> dict[str, str]:
+    """The text AOTInductor packs next to each blob under its name with `suffix` for
+    `.so` (`X.wrapper.cpp`, `X.wrapper.json` for `X.wrapper.so`), by the blob's member
+    name; blobs without one are left out."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
             return {
-                blob: read_member(archive, archive.getinfo(cpp)).decode("utf-8", "replace")
+                blob: read_member(archive, archive.getinfo(member)).decode("utf-8", "replace")
                 for blob in blob_members(archive)
-                if (cpp := blob.removesuffix(".so") + ".cpp") in names
+                if (member := blob.removesuffix(".so") + suffix) in names
             }
     except ZipMemberError as exc:
         raise ShimkitError(f"{path}!{exc.member}: {exc.message}") from None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise ShimkitError(f"{path}: not a readable .pt2 zip: {exc}") from None
+
+
+def read_wrapper_sources(path: Path) -> dict[str, str]:
+    """The C++ wrapper source of each blob, by the blob's member name."""
+    return read_blob_companions(path, ".cpp")
+
+
+def proxy_executor_ops(path: Path) -> dict[str, list[str]]:
+    """The ops each blob leaves to libtorch's proxy executor because they have no C shim
+    (`aten::embedding_renorm`, ...), by the blob's member name: the targets of the nodes
+    AOTInductor serializes beside the blob for that executor (`X.wrapper.json`)."""
+    found: dict[str, list[str]] = {}
+    for blob, text in read_blob_companions(path, ".json").items():
+        try:
+            nodes = json.loads(text).get("nodes", [])
+        except (ValueError, AttributeError):
+            continue  # not the executor's node list: nothing to name
+        targets = {
+            node["node"].get("target")
+            for node in nodes
+            if isinstance(node, dict) and isinstance(node.get("node"), dict)
+        }
+        named = sorted(t for t in targets if isinstance(t, str))
+        if named:
+            found[blob] = named
+    return found
 
 
 def rewrite_blobs(source: Path, target: Path, transform: Callable[[str, bytes], bytes]) -> None:
