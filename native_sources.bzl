@@ -56,6 +56,7 @@ SHIM_CORE_SOURCES = [
     "shims/shim_rnn.cpp",
     "shims/shim_scan.cpp",
     "shims/shim_search.cpp",
+    "shims/shim_select.cpp",
     "shims/shim_sort.cpp",
     "shims/slim_tensor.cpp",
     "shims/softmax_rows.cpp",

@@ -160,6 +160,12 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_adaptive_max_pool2d(AtenTensorHandl
                                                                  AtenTensorHandle* ret0,
                                                                  AtenTensorHandle* ret1);
 
+// Selections sized by the data (shim_select.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_masked_select(AtenTensorHandle self,
+                                                           AtenTensorHandle mask,
+                                                           AtenTensorHandle* ret0);
+
 // Attention, embedding bags and recurrent layers (shim_attention.cpp,
 // shim_embedding.cpp, shim_rnn.cpp).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
@@ -202,6 +208,10 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cumprod(AtenTensorHandle self, int6
                                                      int32_t* dtype, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_logcumsumexp(AtenTensorHandle self, int64_t dim,
                                                           AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cummax(AtenTensorHandle self, int64_t dim,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_cummin(AtenTensorHandle self, int64_t dim,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim,
                                                           AtenTensorHandle index,

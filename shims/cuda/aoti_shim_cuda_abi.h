@@ -96,6 +96,17 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHand
                                                                   int64_t output_size_len_,
                                                                   AtenTensorHandle* ret0,
                                                                   AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self,
+                                                      AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self,
+                                                            AtenTensorHandle mask,
+                                                            AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_cummax(AtenTensorHandle self, int64_t dim,
+                                                     AtenTensorHandle* ret0,
+                                                     AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_cummin(AtenTensorHandle self, int64_t dim,
+                                                     AtenTensorHandle* ret0,
+                                                     AtenTensorHandle* ret1);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
                                                           AtenTensorHandle self,
                                                           AtenTensorHandle batch1,

@@ -1,8 +1,8 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
 // topk, embedding_bag, index_reduce, scatter_reduce, large-window pooling,
-// baddbmm), run by their CPU shims on host mirrors of the device tensors
-// (host_fallback.h). Inductor turns most index, scan, search and pooling ops
-// of a CUDA model into Triton kernels; these are the ones it leaves to ATen.
+// baddbmm, nonzero, masked_select, cummax, cummin), run by their CPU shims on host mirrors of the
+// device tensors (host_fallback.h). Inductor turns most index, scan, search and pooling ops of a
+// CUDA model into Triton kernels; these are the ones it leaves to ATen.
 #include <array>
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
@@ -127,6 +127,45 @@ AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
                              return aoti_torch_cpu_adaptive_max_pool2d(
                                  host(self), output_size, output_size_len_, &out[0].h, &out[1].h);
                            });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "nonzero"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_nonzero(host(self), &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self, AtenTensorHandle mask,
+                                             AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "masked_select"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_masked_select(host(self), host(mask), &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_cummax(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
+                                      AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "cummax"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_cummax(host(self), dim, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_cummin(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
+                                      AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "cummin"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_cummin(host(self), dim, &out[0].h, &out[1].h);
+    });
   });
 }
 

@@ -21,6 +21,7 @@ I32 = ctypes.c_int32
 F64 = ctypes.c_double
 F32 = 6
 I64_CODE = 4
+BOOL_CODE = 11
 CPU, CUDA = 0, 1
 
 
@@ -406,11 +407,18 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         batch1, batch2 = make(x[:, 0, :3, :5].copy()), make(x[:, 1, :5, :4].copy())
         s.call(f"aoti_torch_{dev}_baddbmm_out", scored, make(base[:, :1].copy()), batch1, batch2,
                F64(0.5), F64(2.0))  # fmt: skip
+        nonzero, selected, running, running_at = (ctypes.c_void_p() for _ in range(4))
+        positive = make((base > 0).astype(np.bool_), dtype=BOOL_CODE)
+        s.call(f"aoti_torch_{dev}_nonzero", positive, ctypes.byref(nonzero))
+        s.call(f"aoti_torch_{dev}_masked_select", make(base), positive, ctypes.byref(selected))
+        s.call(f"aoti_torch_{dev}_cummax", make(base), I64(1), ctypes.byref(running),
+               ctypes.byref(running_at))  # fmt: skip
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value
         results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
-                        s.numpy(peaks), s.numpy(peak_at), s.numpy(scored)]  # fmt: skip
+                        s.numpy(peaks), s.numpy(peak_at), s.numpy(scored), s.numpy(nonzero),
+                        s.numpy(selected), s.numpy(running), s.numpy(running_at)]  # fmt: skip
     r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)

@@ -3,7 +3,8 @@
 Each model of tests/models/zoo.py (ResNet-style, MobileNetV2-style, U-Net-style with
 transposed convolutions, transformer encoder, GPT with causal SDPA and embeddings, GQA,
 masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
-bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention) is compiled
+bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention,
+detection post-processing with outputs sized by the data) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -58,6 +59,11 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_avg_pool2d",
         "aoti_torch_cpu_adaptive_max_pool2d",
         "aoti_torch_cpu_baddbmm_out",
+    ],
+    "detection": [
+        "aoti_torch_cpu_nonzero",
+        "aoti_torch_cpu_masked_select",
+        "aoti_torch_cpu_cummax",
     ],
 }
 

@@ -375,6 +375,31 @@ class PoolingNet(nn.Module):
         return self.fc(mixed.mean(1)), peaks
 
 
+# --- detection-style post-processing: outputs sized by the data ----------------------
+
+
+class DetectionHead(nn.Module):
+    """A small detector's head and post-processing: per-anchor scores and boxes from
+    convolutions, the anchors over a threshold (nonzero) with their scores
+    (masked_select) and boxes, and the running best score along the anchors (cummax)."""
+
+    def __init__(self, anchors: int = 2) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU())
+        self.score = nn.Conv2d(16, anchors, 1)
+        self.box = nn.Conv2d(16, anchors * 4, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        features = self.body(x)
+        scores = torch.sigmoid(self.score(features)).flatten()
+        boxes = self.box(features).permute(0, 2, 3, 1).reshape(-1, 4)
+        keep = scores > 0.5
+        anchors = torch.nonzero(keep)
+        best, best_at = torch.cummax(scores, 0)
+        kept = torch.masked_select(boxes, keep[:, None]).reshape(-1, 4)
+        return anchors, torch.masked_select(scores, keep), kept, best, best_at
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -511,6 +536,13 @@ def _pooling() -> ZooModel:
     return ZooModel(PoolingNet().eval(), (_randn(2, 3, 34, 34),))
 
 
+def _detection() -> ZooModel:
+    _seeded(24)
+    return ZooModel(
+        DetectionHead().eval(), (_randn(1, 3, 16, 16),), more_inputs=[(_randn(1, 3, 16, 16) * 3,)]
+    )
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -530,6 +562,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "reduced_precision": _reduced_precision,
     "dynamic_mlp": _dynamic_mlp,
     "pooling": _pooling,
+    "detection": _detection,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

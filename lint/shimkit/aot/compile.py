@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,6 +57,13 @@ CPU_INFERENCE_OPTIONS: dict[str, Any] = {
 }
 
 
+# Inductor's freezing passes lose the producer of a size that nonzero returns (torch
+# 2.13: "AssertionError: materialize_symints: no producer for u0"; boolean indexing and
+# masked_select are not affected). Such a program is compiled once more without freezing:
+# correct, with its weights not folded, and the result says so.
+FREEZING_FAILURE = "materialize_symints: no producer"
+
+
 # A CUDA blob carries its kernels inside the .so: a slim runtime passes no cubin
 # directory when it creates the model container.
 EMBED_OPTION = "aot_inductor.embed_kernel_binary"
@@ -89,6 +96,8 @@ class CompileResult:
     target: str | None  # the runtime the blobs were checked against (None: not checked)
     # One line per output the package hands back in another shape than the exported program's.
     shape_warnings: list[str]
+    # What compile did differently from its usual options, one line each.
+    notes: list[str] = field(default_factory=list)
 
 
 def inductor_configs(
@@ -268,8 +277,20 @@ def compile_exported(
         options.update(CPU_INFERENCE_OPTIONS)
     forget_vector_instructions(torch)
     label = label or str(out)
+    notes: list[str] = []
     with staged_output(out) as temp, torch.no_grad():
-        blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
+        try:
+            blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
+        except ShimkitError as exc:
+            if not (options.get("freezing") and FREEZING_FAILURE in str(exc)):
+                raise
+            options["freezing"] = False
+            blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
+            notes.append(
+                f"{label}: compiled without freezing: torch {torch.__version__}'s Inductor "
+                f"cannot freeze a program that calls nonzero ({FREEZING_FAILURE}); the "
+                "weights are not folded into constants (slower, same results)"
+            )
         problems = {
             member: found
             for member, image in blobs.items()
@@ -284,7 +305,12 @@ def compile_exported(
             raise ShimkitError("; ".join(failed))
         warnings = shape_warnings(torch, exported, temp, label)
     return CompileResult(
-        path=out, blobs=blobs, native_prefix=native, target=target, shape_warnings=warnings
+        path=out,
+        blobs=blobs,
+        native_prefix=native,
+        target=target,
+        shape_warnings=warnings,
+        notes=notes,
     )
 
 

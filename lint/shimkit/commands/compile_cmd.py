@@ -110,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
             f"defined by --target {target}{kernels}, no libtorch NEEDED, "
             f"{len(image.exports)} exports"
         )
+    for line in result.notes:
+        print(f"shimkit: note: {line}", file=sys.stderr)
     for line in result.shape_warnings:
         print(f"shimkit: warning: {line}", file=sys.stderr)
     return 0

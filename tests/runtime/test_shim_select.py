@@ -1,0 +1,133 @@
+"""Selections sized by the data (nonzero, masked_select) and running extremes (cummax,
+cummin) of the slim CPU shims, called directly, against ATen: values, indices, sizes,
+strides and dtypes, NaN and ties included; bad arguments fail with a message."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import pytest
+import torch
+
+from tests.runtime.shimcall import TorchShims, outs
+
+
+@pytest.fixture(scope="module")
+def sh(shims: ctypes.CDLL, config: Any) -> TorchShims:
+    return TorchShims(shims, config)
+
+
+def assert_same(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (got, want)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def mixed_values() -> torch.Tensor:
+    x = torch.tensor([[0.0, 1.5, -2.0, 0.0], [float("nan"), 0.0, 3.0, -0.0], [2.0, 2.0, 0.0, 1.0]])
+    return x
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        mixed_values(),
+        mixed_values().t(),  # strided
+        mixed_values() > 0.5,  # bool
+        torch.tensor([[3, 0, 0], [0, -1, 7]], dtype=torch.int64),
+        mixed_values().to(torch.bfloat16),
+        torch.zeros(2, 0, 3),
+        torch.tensor(2.0),  # 0-D: [1, 0]
+        torch.tensor(0),  # 0-D: [0, 0]
+        torch.arange(24.0).reshape(2, 3, 4) % 5,
+    ],
+    ids=["float", "strided", "bool", "int64", "bfloat16", "empty", "scalar", "zero", "3d"],
+)
+def test_nonzero_matches_aten(sh: TorchShims, x: torch.Tensor) -> None:
+    [out] = outs(1)
+    sh.ok("aoti_torch_cpu_nonzero", sh.tensor(x), ctypes.byref(out))
+    assert_same(sh.torch(out), torch.nonzero(x))
+
+
+@pytest.mark.parametrize(
+    ("x", "mask"),
+    [
+        (mixed_values(), mixed_values() > 0),
+        (mixed_values(), torch.tensor([True, False, True, True])),  # mask broadcast over rows
+        (
+            torch.tensor([[5], [6], [7]]),
+            torch.tensor([[True, False], [False, False], [True, True]]),
+        ),
+        (mixed_values().t(), mixed_values().t() != 0),  # strided
+        (mixed_values().to(torch.float16), torch.zeros(3, 4, dtype=torch.bool)),  # none kept
+    ],
+    ids=["same-shape", "mask-broadcast", "self-broadcast", "strided", "none"],
+)
+def test_masked_select_matches_aten(sh: TorchShims, x: torch.Tensor, mask: torch.Tensor) -> None:
+    [out] = outs(1)
+    sh.ok("aoti_torch_cpu_masked_select", sh.tensor(x), sh.tensor(mask), ctypes.byref(out))
+    assert_same(sh.torch(out), torch.masked_select(x, mask))
+
+
+def test_masked_select_refuses_bad_masks(sh: TorchShims) -> None:
+    [out] = outs(1)
+    x = torch.randn(3, 4)
+    rc = sh.call(
+        "aoti_torch_cpu_masked_select",
+        sh.tensor(x),
+        sh.tensor(torch.ones(3, 4, dtype=torch.uint8)),
+        ctypes.byref(out),
+    )
+    assert rc != 0 and "mask must be bool" in sh.error()
+    rc = sh.call(
+        "aoti_torch_cpu_masked_select",
+        sh.tensor(x),
+        sh.tensor(torch.ones(3, 5, dtype=torch.bool)),
+        ctypes.byref(out),
+    )
+    assert rc != 0 and "do not broadcast" in sh.error()
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize(
+    "x",
+    [
+        mixed_values(),  # NaN, ties, signed zeros
+        mixed_values().t(),
+        torch.tensor([[3, 1, 3, 0], [1, 1, 2, 2], [0, 5, 5, 4]], dtype=torch.int64),
+        mixed_values().to(torch.bfloat16),
+        mixed_values() > 0,
+    ],
+    ids=["float", "strided", "int64", "bfloat16", "bool"],
+)
+def test_running_extremes_match_aten(sh: TorchShims, op: str, dim: int, x: torch.Tensor) -> None:
+    values, indices = outs(2)
+    sh.ok(
+        f"aoti_torch_cpu_{op}",
+        sh.tensor(x),
+        ctypes.c_int64(dim),
+        *map(ctypes.byref, (values, indices)),
+    )
+    want = getattr(torch, op)(x, dim)
+    assert_same(sh.torch(values), want.values)
+    assert_same(sh.torch(indices), want.indices)
+
+
+def test_running_extreme_of_a_scalar_and_a_bad_dim(sh: TorchShims) -> None:
+    values, indices = outs(2)
+    x = torch.tensor(4.0)
+    sh.ok(
+        "aoti_torch_cpu_cummax",
+        sh.tensor(x),
+        ctypes.c_int64(0),
+        *map(ctypes.byref, (values, indices)),
+    )
+    assert_same(sh.torch(values), torch.cummax(x, 0).values)
+    assert_same(sh.torch(indices), torch.cummax(x, 0).indices)
+    rc = sh.call(
+        "aoti_torch_cpu_cummin", sh.tensor(torch.randn(2, 3)), ctypes.c_int64(2),
+        *map(ctypes.byref, (values, indices)),
+    )  # fmt: skip
+    assert rc != 0 and "dim" in sh.error().lower()
