@@ -57,11 +57,23 @@ CPU_INFERENCE_OPTIONS: dict[str, Any] = {
 }
 
 
-# Inductor's freezing passes lose the producer of a size that nonzero returns (torch
-# 2.13: "AssertionError: materialize_symints: no producer for u0"; boolean indexing and
-# masked_select are not affected). Such a program is compiled once more without freezing:
-# correct, with its weights not folded, and the result says so.
-FREEZING_FAILURE = "materialize_symints: no producer"
+# Inductor cannot freeze a program that calls nonzero: torch 2.13 on the CPU fails with
+# "materialize_symints: no producer for u0", torch 2.11 on CUDA with "Could not guard on
+# data-dependent expression u0 > 1" (boolean indexing and masked_select, also sized by the
+# data, are not affected). Such a program is compiled without freezing: correct, with its
+# weights not folded, and the result says so.
+UNFREEZABLE_OPS = ("aten.nonzero.",)
+
+
+def unfreezable_calls(exported: Any) -> list[str]:
+    """The calls of `exported` that keep Inductor from freezing it (UNFREEZABLE_OPS)."""
+    return sorted(
+        {
+            str(node.target)
+            for node in exported.graph.nodes
+            if node.op == "call_function" and str(node.target).startswith(UNFREEZABLE_OPS)
+        }
+    )
 
 
 # A CUDA blob carries its kernels inside the .so: a slim runtime passes no cubin
@@ -278,19 +290,16 @@ def compile_exported(
     forget_vector_instructions(torch)
     label = label or str(out)
     notes: list[str] = []
+    unfreezable = unfreezable_calls(exported) if options.get("freezing") else []
+    if unfreezable:
+        options["freezing"] = False
+        notes.append(
+            f"{label}: compiled without freezing: Inductor cannot freeze a program that calls "
+            f"{', '.join(unfreezable)}; the weights are not folded into constants (slower, same "
+            "results)"
+        )
     with staged_output(out) as temp, torch.no_grad():
-        try:
-            blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
-        except ShimkitError as exc:
-            if not (options.get("freezing") and FREEZING_FAILURE in str(exc)):
-                raise
-            options["freezing"] = False
-            blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
-            notes.append(
-                f"{label}: compiled without freezing: torch {torch.__version__}'s Inductor "
-                f"cannot freeze a program that calls nonzero ({FREEZING_FAILURE}); the "
-                "weights are not folded into constants (slower, same results)"
-            )
+        blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         problems = {
             member: found
             for member, image in blobs.items()
