@@ -251,8 +251,8 @@ def problems_line(
     named = proxy_ops if any(f.rule_id == "SK009" for f in findings) else None
     if named:
         parts.append(
-            f"{len(named)} op(s) have no C shim and need libtorch's proxy executor, which "
-            f"{target.runtime if target else 'a slim runtime'} lacks: {', '.join(named)} "
+            f"{len(named)} op(s) have no C shim and need libtorch's proxy executor (absent "
+            f"from {target.runtime if target else 'a slim runtime'}): {', '.join(named)} "
             "(fix: replace the op, or compile with --target libtorch to run under torch's "
             "runner)"
         )
