@@ -46,6 +46,7 @@ SHIM_CORE_SOURCES = [
     "shims/matmul_onednn.cpp",
     "shims/onednn_api.cpp",
     "shims/shim_attention.cpp",
+    "shims/shim_cdist.cpp",
     "shims/shim_check.cpp",
     "shims/shim_conv.cpp",
     "shims/shim_core.cpp",

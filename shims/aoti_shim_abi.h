@@ -160,6 +160,12 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_adaptive_max_pool2d(AtenTensorHandl
                                                                  AtenTensorHandle* ret0,
                                                                  AtenTensorHandle* ret1);
 
+// Pairwise distances (shim_cdist.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x1,
+                                                            AtenTensorHandle x2, double p,
+                                                            int64_t* compute_mode,
+                                                            AtenTensorHandle* ret0);
+
 // Selections sized by the data (shim_select.cpp).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_masked_select(AtenTensorHandle self,

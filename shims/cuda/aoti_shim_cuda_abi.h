@@ -107,6 +107,10 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_cummax(AtenTensorHandle self, int6
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_cummin(AtenTensorHandle self, int64_t dim,
                                                      AtenTensorHandle* ret0,
                                                      AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1,
+                                                             AtenTensorHandle x2, double p,
+                                                             int64_t* compute_mode,
+                                                             AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
                                                           AtenTensorHandle self,
                                                           AtenTensorHandle batch1,

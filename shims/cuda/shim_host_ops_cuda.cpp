@@ -1,8 +1,9 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
 // topk, embedding_bag, index_reduce, scatter_reduce, large-window pooling,
-// baddbmm, nonzero, masked_select, cummax, cummin), run by their CPU shims on host mirrors of the
-// device tensors (host_fallback.h). Inductor turns most index, scan, search and pooling ops of a
-// CUDA model into Triton kernels; these are the ones it leaves to ATen.
+// baddbmm, nonzero, masked_select, cummax, cummin, cdist), run by their CPU
+// shims on host mirrors of the device tensors (host_fallback.h). Inductor
+// turns most index, scan, search and pooling ops of a CUDA model into Triton
+// kernels; these are the ones it leaves to ATen.
 #include <array>
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
@@ -165,6 +166,16 @@ AOTITorchError aoti_torch_cuda_cummin(AtenTensorHandle self, int64_t dim, AtenTe
     cu::HostMirrors host;
     cu::results_on_host<2>(cu::cuda_device_of(self, "cummin"), {ret0, ret1}, [&](auto& out) {
       return aoti_torch_cpu_cummin(host(self), dim, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1, AtenTensorHandle x2, double p,
+                                              int64_t* compute_mode, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(x1, "cdist"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu__cdist_forward(host(x1), host(x2), p, compute_mode, &out[0].h);
     });
   });
 }

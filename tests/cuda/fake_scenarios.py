@@ -413,12 +413,16 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         s.call(f"aoti_torch_{dev}_masked_select", make(base), positive, ctypes.byref(selected))
         s.call(f"aoti_torch_{dev}_cummax", make(base), I64(1), ctypes.byref(running),
                ctypes.byref(running_at))  # fmt: skip
+        distances = ctypes.c_void_p()
+        s.call(f"aoti_torch_{dev}__cdist_forward", make(base), make(table[:, :3].copy()), F64(2.0),
+               None, ctypes.byref(distances))  # fmt: skip
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value
         results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
                         s.numpy(peaks), s.numpy(peak_at), s.numpy(scored), s.numpy(nonzero),
-                        s.numpy(selected), s.numpy(running), s.numpy(running_at)]  # fmt: skip
+                        s.numpy(selected), s.numpy(running), s.numpy(running_at),
+                        s.numpy(distances)]  # fmt: skip
     r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)

@@ -203,10 +203,10 @@ def test_host_fallbacks_match_the_cpu_ops(
     assert r["conv_diff"] == 0.0
     assert r["topk_diff"] == 0.0
     # embedding_bag, index_reduce, scatter_reduce, avg_pool2d, adaptive_max_pool2d (values
-    # and indices), baddbmm, nonzero, masked_select and cummax (values and indices):
+    # and indices), baddbmm, nonzero, masked_select, cummax (values and indices) and cdist:
     # results on the device, equal to the CPU's.
     assert (r["embedding_bag_cpu_device"], r["embedding_bag_cuda_device"]) == (0, 1)
-    assert r["host_ops_equal"] == [True] * 11 and r["embedding_bag_sums"]
+    assert r["host_ops_equal"] == [True] * 12 and r["embedding_bag_sums"]
     assert r["pooled_shapes"] == [[2, 3, 3, 3], [2, 3, 3, 3], [2, 3, 3, 3]]
 
 

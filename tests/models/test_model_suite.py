@@ -43,6 +43,7 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_cumsum",
         "aoti_torch_cpu_sort_stable",
         "aoti_torch_check",
+        "aoti_torch_cpu__cdist_forward",
     ],
     "index_ops": [
         "aoti_torch_cpu_scatter_reduce_two_out",

@@ -287,13 +287,16 @@ class Recurrent(nn.Module):
 
 
 class Recommender(nn.Module):
-    """EmbeddingBag features, then index_add / cumsum / argmax / sort / gather / scatter."""
+    """EmbeddingBag features, then index_add / cumsum / argmax / sort / gather / scatter,
+    and distances to item vectors (cdist: Euclidean from dot products over 50 items, L1
+    direct over 8)."""
 
     def __init__(self, items: int = 50, d: int = 16, mode: str = "sum") -> None:
         super().__init__()
         self.bag = nn.EmbeddingBag(items, d, mode=mode)
         self.user = nn.Embedding(20, d)
         self.score = nn.Linear(d, items)
+        self.item_vectors = nn.Parameter(torch.randn(items, d))
 
     def forward(
         self,
@@ -314,7 +317,9 @@ class Recommender(nn.Module):
         top_logit = torch.gather(logits, 1, best.unsqueeze(1))
         mass = torch.cumsum(torch.softmax(ranked, dim=1), dim=1)
         seen = torch.zeros_like(logits).scatter(1, history.view(logits.shape[0], -1), 1.0)
-        return order, best, top_logit, mass, seen
+        near = torch.cdist(h * u, self.item_vectors)
+        near_l1 = torch.cdist(u, self.item_vectors[:8], p=1.0)
+        return order, best, top_logit, mass, seen, near, near_l1
 
 
 # --- index, scan and search ops that Inductor leaves to fallbacks ------------------

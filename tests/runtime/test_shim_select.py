@@ -1,6 +1,7 @@
-"""Selections sized by the data (nonzero, masked_select) and running extremes (cummax,
-cummin) of the slim CPU shims, called directly, against ATen: values, indices, sizes,
-strides and dtypes, NaN and ties included; bad arguments fail with a message."""
+"""Selections sized by the data (nonzero, masked_select), running extremes (cummax,
+cummin) and pairwise distances (cdist) of the slim CPU shims, called directly, against
+ATen: values, indices, sizes, strides and dtypes, NaN and ties included; bad arguments fail
+with a message."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.runtime.shimcall import TorchShims, outs
+from tests.runtime.shimcall import Handle, TorchShims, outs
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +132,53 @@ def test_running_extreme_of_a_scalar_and_a_bad_dim(sh: TorchShims) -> None:
         *map(ctypes.byref, (values, indices)),
     )  # fmt: skip
     assert rc != 0 and "dim" in sh.error().lower()
+
+
+def cdist(
+    sh: TorchShims, x1: torch.Tensor, x2: torch.Tensor, p: float, mode: int | None
+) -> tuple[int, Handle]:
+    [out] = outs(1)
+    mode_arg = ctypes.byref(ctypes.c_int64(mode)) if mode is not None else None
+    rc = sh.call(
+        "aoti_torch_cpu__cdist_forward",
+        sh.tensor(x1),
+        sh.tensor(x2),
+        ctypes.c_double(p),
+        mode_arg,
+        ctypes.byref(out),
+    )
+    return rc, out
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, float("inf")])
+@pytest.mark.parametrize(
+    ("shape1", "shape2", "mode"),
+    [
+        ((5, 8), (7, 8), None),  # direct
+        ((30, 8), (7, 8), None),  # p = 2 from dot products (more than 25 rows)
+        ((5, 8), (7, 8), 1),  # always dot products
+        ((30, 8), (40, 8), 2),  # never
+        ((2, 1, 5, 4), (3, 6, 4), None),  # batch dimensions broadcast
+    ],
+)
+def test_cdist_matches_aten(
+    sh: TorchShims, p: float, shape1: tuple[int, ...], shape2: tuple[int, ...], mode: int | None
+) -> None:
+    torch.manual_seed(6)
+    x1, x2 = torch.randn(shape1), torch.randn(shape2)
+    if x1.dim() == 2:
+        x1[0] = x2[0]  # a zero distance
+    rc, out = cdist(sh, x1, x2, p, mode)
+    assert rc == 0, sh.error()
+    got = sh.torch(out)
+    want = torch.ops.aten._cdist_forward(x1, x2, p, mode)
+    assert got.shape == want.shape and got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_cdist_refuses_bad_arguments(sh: TorchShims) -> None:
+    x = torch.randn(3, 4)
+    assert cdist(sh, x, torch.randn(3, 5), 2.0, None)[0] != 0 and "last dimension" in sh.error()
+    assert cdist(sh, x, x, -1.0, None)[0] != 0 and "non-negative" in sh.error()
+    assert cdist(sh, x, x, 2.0, 3)[0] != 0 and "compute_mode" in sh.error()
+    assert cdist(sh, x.long(), x.long(), 2.0, None)[0] != 0 and "float32 and float64" in sh.error()
