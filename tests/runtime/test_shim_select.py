@@ -71,23 +71,22 @@ def test_masked_select_matches_aten(sh: TorchShims, x: torch.Tensor, mask: torch
     assert_same(sh.torch(out), torch.masked_select(x, mask))
 
 
-def test_masked_select_refuses_bad_masks(sh: TorchShims) -> None:
+@pytest.mark.parametrize(
+    ("mask", "message"),
+    [
+        (torch.ones(3, 4, dtype=torch.uint8), "mask must be bool"),
+        (torch.ones(3, 5, dtype=torch.bool), "do not broadcast"),
+    ],
+)
+def test_masked_select_refuses_bad_masks(sh: TorchShims, mask: torch.Tensor, message: str) -> None:
     [out] = outs(1)
-    x = torch.randn(3, 4)
     rc = sh.call(
         "aoti_torch_cpu_masked_select",
-        sh.tensor(x),
-        sh.tensor(torch.ones(3, 4, dtype=torch.uint8)),
+        sh.tensor(torch.randn(3, 4)),
+        sh.tensor(mask),
         ctypes.byref(out),
     )
-    assert rc != 0 and "mask must be bool" in sh.error()
-    rc = sh.call(
-        "aoti_torch_cpu_masked_select",
-        sh.tensor(x),
-        sh.tensor(torch.ones(3, 5, dtype=torch.bool)),
-        ctypes.byref(out),
-    )
-    assert rc != 0 and "do not broadcast" in sh.error()
+    assert rc != 0 and message in sh.error()
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin"])
