@@ -1,5 +1,5 @@
 """Compiles freeze the weights, but Inductor cannot freeze a program that calls nonzero
-(`shimkit.aot.compile.UNFREEZABLE_OPS`): compile builds it without freezing and says so in
+(`shimkit.aot.inductor_options.UNFREEZABLE_OPS`): compile builds it without freezing and says so in
 a note. Controls: the upstream failure is real (Inductor with freezing fails on this
 program), and a program without nonzero compiles frozen with no note."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shimkit.runtime as rt
-from shimkit.aot.compile import CPU_INFERENCE_OPTIONS, compile_model
+from shimkit.aot.compile import compile_model
+from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")

@@ -81,7 +81,7 @@ from pathlib import Path
 import shimkit.aot.compile as aot_compile
 sys.path.insert(0, {tests!r})
 import test_vectorized as t
-if {keep_first_choice!r}:
+if {keep_first_choice!r}:  # compile's own reference to it
     aot_compile.forget_vector_instructions = lambda torch: None
 option = aot_compile.CPU_INFERENCE_OPTIONS.pop("cpp.vec_isa_ok")
 print(t.VECTOR_TYPE in t.kernel_sources(t.compiled(Path({tmp!r}), "scalar")))

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from shimkit.aot.compile import inductor_configs
+from shimkit.aot.inductor_options import inductor_configs
 from shimkit.aot.wrapper import make_compiler_wrapper
 from shimkit.checks.blob import read_blob_image
 from shimkit.config import ShimConfig

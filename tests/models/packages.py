@@ -55,7 +55,8 @@ def _digest(exported: Any, options: dict[str, Any]) -> str:
 def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Package:
     """Zoo model `name`, compiled prefixed (and unprefixed if asked), from cache if there."""
     import torch
-    from shimkit.aot.compile import CPU_INFERENCE_OPTIONS, compile_exported
+    from shimkit.aot.compile import compile_exported
+    from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
 
     from tests.models.zoo import ZOO
 

@@ -102,7 +102,7 @@ def build_case(name: str, cache: Path = CACHE) -> BlobCase:
         else:
             # torch's packaging with the options `shimkit compile` adds: the same blob,
             # unprefixed, for torch's own runner.
-            from shimkit.aot.compile import CPU_INFERENCE_OPTIONS
+            from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
 
             exported = torch.export.export(model, tuple(inputs))
             with torch.no_grad():
