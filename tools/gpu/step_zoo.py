@@ -3,16 +3,17 @@
 The families the CPU suite compiles and runs in `make test` (ResNet-style, inverted
 residual, U-Net, transformer encoder, decoder-only GPT with causal SDPA and GQA, SDPA with
 masks, LSTM/biLSTM/GRU, embedding-bag recommender, index/scan/search ops, float16/bfloat16,
-dynamic batch), here moved to the GPU: exported on CUDA with the zoo's dynamic shapes,
-compiled the way `shimkit compile --device cuda` does (attention in math form, kernels
-embedded, checked against the slim CUDA shims), run on the slim CUDA runtime for every
-input set the zoo gives (the dynamic MLP: batch 4, 2 and 200) and compared with float32
-eager on the GPU within the zoo's tolerance (ZooModel.rtol, what the CPU suite uses;
-integers and bools exactly). The same blob also runs on torch's own runner
-(step_zoo_peer.py, its own process): each run says whether the slim runtime gives what
-torch's runner gives, so an output that differs from eager in both is the blob's
-(Inductor's), not the slim runtime's. The outputs compile found handed back in another shape
-than the exported program gives are listed (`shape_warnings`, shimkit.aot.outputs).
+dynamic batch, large-window pooling, detection post-processing), here moved to the GPU:
+exported on CUDA with the zoo's dynamic shapes, compiled the way `shimkit compile --device
+cuda` does (attention in math form, weights frozen, kernels embedded, checked against the
+slim CUDA shims), run on the slim CUDA runtime for every input set the zoo gives (the
+dynamic MLP: batch 4, 2 and 200) and compared with float32 eager on the GPU within the zoo's
+tolerance (ZooModel.rtol, what the CPU suite uses; integers and bools exactly). The same
+blob also runs on torch's own runner (step_zoo_peer.py, its own process): each run says
+whether the slim runtime gives what torch's runner gives, so an output that differs from
+eager in both is the blob's (Inductor's), not the slim runtime's. The outputs compile found
+handed back in another shape than the exported program gives are listed (`shape_warnings`,
+shimkit.aot.outputs).
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR
 """
