@@ -5,10 +5,10 @@
 
 Writes OUT_DIR/MODEL.npz (inputs in*, fp32 eager outputs out*), OUT_DIR/MODEL.so (the
 blob) and OUT_DIR/compile_MODEL.json. CUDA models are compiled like `shimkit compile
---device cuda`: attention in its math form, kernels embedded, checked against the slim
-CUDA shims (--target slim-cuda). When that check fails, its message (naming each missing
-shim) is recorded and the blob is compiled again without the check, so that torch's runner
-can still be measured on it.
+--device cuda`: attention in its math form, weights frozen, kernels embedded, checked
+against the slim CUDA shims (--target slim-cuda). When that check fails, its message
+(naming each missing shim) is recorded and the blob is compiled again without the check,
+so that torch's runner can still be measured on it.
 """
 
 from __future__ import annotations
