@@ -137,8 +137,8 @@ decltype(auto) dispatch_index(int32_t dt, const char* what, F&& fn) {
   }
 }
 
-// Calls fn(T{}) for any numeric dtype the slim shims store (bool as uint8_t
-// with 0/1 values is left to callers that need it: it is not dispatched here).
+// Calls fn(T{}) for any numeric dtype the slim shims store; bool is not one
+// (dispatch_numeric_or_bool takes it too).
 template <typename F>
 decltype(auto) dispatch_numeric(int32_t dt, const char* what, F&& fn) {
   switch (dt) {
@@ -155,6 +155,14 @@ decltype(auto) dispatch_numeric(int32_t dt, const char* what, F&& fn) {
     default:
       return dispatch_floating(dt, what, std::forward<F>(fn));
   }
+}
+
+// dispatch_numeric, with bool too: as uint8_t, its stored 0/1 bytes (for ops
+// that compare or copy values, such as sorts, scans and nonzero).
+template <typename F>
+decltype(auto) dispatch_numeric_or_bool(int32_t dt, const char* what, F&& fn) {
+  if (dt == dtype::kBool) return fn(uint8_t{});
+  return dispatch_numeric(dt, what, std::forward<F>(fn));
 }
 
 // The type a reduction over T accumulates in on the CPU (ATen's

@@ -83,12 +83,8 @@ SlimTensor run_scan(AtenTensorHandle self, int64_t dim, const int32_t* dtype_opt
   }
   SlimTensor out = SlimTensor::empty(in.sizes().data(), nullptr, in.dim(), out_dtype,
                                      in.device_type(), in.device_index());
-  if (in.dtype() == dtype::kBool) {
-    scan_to<uint8_t>(in, out, d, op);
-  } else {
-    dispatch_numeric(in.dtype(), "scan input",
-                     [&](auto tag) { scan_to<decltype(tag)>(in, out, d, op); });
-  }
+  dispatch_numeric_or_bool(in.dtype(), "scan input",
+                           [&](auto tag) { scan_to<decltype(tag)>(in, out, d, op); });
   return out;
 }
 
@@ -143,11 +139,7 @@ std::pair<SlimTensor, SlimTensor> run_running_extreme(AtenTensorHandle self, int
       running_extreme<T>(in, values, indices, d, [](C a, C b) { return a <= b; });
     }
   };
-  if (in.dtype() == dtype::kBool) {
-    scan(uint8_t{});
-  } else {
-    dispatch_numeric(in.dtype(), maximum ? "cummax" : "cummin", scan);
-  }
+  dispatch_numeric_or_bool(in.dtype(), maximum ? "cummax" : "cummin", scan);
   return {std::move(values), std::move(indices)};
 }
 

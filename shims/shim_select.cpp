@@ -33,11 +33,7 @@ SlimTensor run_nonzero(const SlimTensor& in) {
                            }
                          });
   };
-  if (in.dtype() == dtype::kBool) {
-    visit(uint8_t{});  // stored as one byte
-  } else {
-    dispatch_numeric(in.dtype(), "nonzero", visit);
-  }
+  dispatch_numeric_or_bool(in.dtype(), "nonzero", visit);
   // [hits, ndim] with strides (1, hits), as ATen's (and its meta function's): each
   // dimension's coordinates are contiguous. A 0-D input gives [1 or 0, 0].
   const std::array<int64_t, 2> sizes{hits, ndim};

@@ -62,10 +62,7 @@ void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest,
 
 void dispatch(const SlimTensor& self, int64_t dim, int64_t k, bool largest, bool stable,
               const SlimTensor& values, const SlimTensor& indices) {
-  if (self.dtype() == dtype::kBool) {
-    return select_sorted<uint8_t>(self, dim, k, largest, stable, values, indices);
-  }
-  dispatch_numeric(self.dtype(), "sort", [&](auto tag) {
+  dispatch_numeric_or_bool(self.dtype(), "sort", [&](auto tag) {
     select_sorted<decltype(tag)>(self, dim, k, largest, stable, values, indices);
   });
 }
