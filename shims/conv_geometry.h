@@ -1,7 +1,7 @@
 // Convolution geometry shared by the CPU convolution (shim_conv.cpp) and the
 // cuDNN one (cuda/cudnn_conv.cpp): argument checks, the output shape, and
-// the output memory format. Both must agree with ATen, and with each other,
-// because a blob reads the result with the strides it expects.
+// the output memory format, for 1-D, 2-D and 3-D convolutions. Both must agree with ATen, and with
+// each other, because a blob reads the result with the strides it expects.
 #ifndef SHIMKIT_SHIMS_CONV_GEOMETRY_H_
 #define SHIMKIT_SHIMS_CONV_GEOMETRY_H_
 
@@ -14,37 +14,46 @@
 
 namespace shimkit {
 
-// Spatial parameters of a 2-D convolution (1-D ones are lifted to H = 1).
+// Convolutions run over 2 or 3 spatial dims (1-D ones are lifted to H = 1).
+// Spatial arrays below are indexed depth, height, width; a 2-D convolution
+// has depth 1 there (size, kernel, stride and dilation 1, padding 0), so one
+// loop nest serves both, and a library call takes the last `spatial` entries.
+constexpr int kConvDims = 3;
+
+// Spatial parameters, indexed depth, height, width.
 struct ConvParams {
-  int64_t stride[2] = {1, 1};
-  int64_t padding[2] = {0, 0};
-  int64_t dilation[2] = {1, 1};
+  int64_t stride[kConvDims] = {1, 1, 1};
+  int64_t padding[kConvDims] = {0, 0, 0};
+  int64_t dilation[kConvDims] = {1, 1, 1};
 };
 
 // One parameter list as the shim ABI passes it: one value for every spatial
-// dim, or one value for all of them.
-inline void read_conv_pair(const int64_t* values, int64_t len, int64_t spatial, int64_t fill,
-                           int64_t out[2], const char* what) {
+// dim, or one value for all of them; stored right-aligned in `out`.
+inline void read_conv_list(const int64_t* values, int64_t len, int64_t spatial, int64_t fill,
+                           int64_t out[kConvDims], const char* what) {
+  if (spatial < 1 || spatial > kConvDims) {
+    throw ShimError("convolution needs 1 to 3 spatial dims, got " + std::to_string(spatial));
+  }
   if (len != 1 && len != spatial) {
     throw ShimError(std::string(what) + " has " + std::to_string(len) + " values for " +
                     std::to_string(spatial) + " spatial dims");
   }
   if (len > 0 && values == nullptr) throw ShimError(std::string("null ") + what);
-  out[0] = out[1] = fill;
-  for (int64_t i = 0; i < spatial; ++i) out[2 - spatial + i] = values[len == 1 ? 0 : i];
+  for (int i = 0; i < kConvDims; ++i) out[i] = fill;
+  for (int64_t i = 0; i < spatial; ++i) out[kConvDims - spatial + i] = values[len == 1 ? 0 : i];
 }
 
 inline ConvParams read_conv_params(int64_t spatial, const int64_t* stride, int64_t stride_len,
                                    const int64_t* padding, int64_t padding_len,
                                    const int64_t* dilation, int64_t dilation_len) {
   ConvParams p;
-  read_conv_pair(stride, stride_len, spatial, 1, p.stride, "stride");
-  read_conv_pair(padding, padding_len, spatial, 0, p.padding, "padding");
-  read_conv_pair(dilation, dilation_len, spatial, 1, p.dilation, "dilation");
+  read_conv_list(stride, stride_len, spatial, 1, p.stride, "stride");
+  read_conv_list(padding, padding_len, spatial, 0, p.padding, "padding");
+  read_conv_list(dilation, dilation_len, spatial, 1, p.dilation, "dilation");
   return p;
 }
 
-// A 3-D [N, C, W] tensor as the 4-D view [N, C, 1, W]; 4-D tensors unchanged.
+// A 3-D [N, C, W] tensor as the 4-D view [N, C, 1, W]; other ranks unchanged.
 inline SlimTensor lift_conv_1d(const SlimTensor& t) {
   if (t.dim() != 3) return t;
   const int64_t sz[4] = {t.sizes()[0], t.sizes()[1], 1, t.sizes()[2]};
@@ -53,24 +62,116 @@ inline SlimTensor lift_conv_1d(const SlimTensor& t) {
   return t.view(sz, st, 4, t.storage_offset());
 }
 
-// Sizes of a checked convolution, on the lifted (4-D) tensors.
+// The spatial sizes of a lifted (4-D or 5-D) tensor, depth first (1 for 4-D).
+inline void spatial_sizes(const SlimTensor& t, int64_t out[kConvDims]) {
+  out[0] = t.dim() == 5 ? t.sizes()[2] : 1;
+  out[1] = t.sizes()[t.dim() - 2];
+  out[2] = t.sizes()[t.dim() - 1];
+}
+
+// Sizes of a checked convolution, on the lifted tensors.
 struct ConvShape {
   bool is_1d = false;
-  int64_t n = 0, c = 0, h = 0, w = 0;      // input
-  int64_t oc = 0, cg = 0, kh = 0, kw = 0;  // weight: [OC, C / groups, KH, KW]
-  int64_t oh = 0, ow = 0;                  // output spatial size
+  int spatial = 2;                 // spatial dims of the lifted tensors: 2 or 3
+  int64_t n = 0, c = 0;            // input batch and channels
+  int64_t in[kConvDims] = {};      // input spatial size (depth, height, width)
+  int64_t oc = 0, cg = 0;          // weight: [OC, C / groups, *kernel]
+  int64_t kernel[kConvDims] = {};  // kernel spatial size
+  int64_t out[kConvDims] = {};     // output spatial size
   int64_t groups = 1;
-  // ATen's rule (CPU and cuDNN alike): a 4-D output is channels_last when the
-  // input or the weight is channels_last.
+  // The output is channels_last (4-D) or channels_last_3d (5-D): ATen's
+  // rule, in conv_common.
   bool channels_last = false;
-  std::vector<int64_t> out_sizes;    // 4-D
-  std::vector<int64_t> out_strides;  // 4-D, dense in the chosen format
+  std::vector<int64_t> out_sizes;    // lifted rank
+  std::vector<int64_t> out_strides;  // lifted rank, dense in the chosen format
+
+  // [N, C, *spatial] of the lifted input and [N, OC, *spatial] of the output.
+  std::vector<int64_t> input_sizes() const { return with_spatial({n, c}, in); }
+  std::vector<int64_t> output_sizes() const { return with_spatial({n, oc}, out); }
+  // Dense strides for `sizes` in this convolution's memory format.
+  std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes) const {
+    return channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
+  }
+  // The last `spatial` entries of a spatial array, as a library call takes them.
+  std::vector<int64_t> used(const int64_t* values) const {
+    return std::vector<int64_t>(values + kConvDims - spatial, values + kConvDims);
+  }
+
+ private:
+  std::vector<int64_t> with_spatial(std::vector<int64_t> head, const int64_t* values) const {
+    for (int64_t v : used(values)) head.push_back(v);
+    return head;
+  }
 };
 
-// `half_floats`: float16 and bfloat16 are accepted too (cuDNN computes them
-// in float32); input and weight must then share the dtype.
+// Which library runs a convolution, as far as the output memory format goes.
+enum class ConvBackend { kCpu, kCudnn };
+
+// True where ATen runs a CPU convolution of float32 tensors on oneDNN (its
+// use_mkldnn heuristic, for a process of more than one thread, which is what
+// a blob was compiled in); elsewhere it runs its own slow kernels.
+// `output_padding` is null for a plain convolution.
+inline bool aten_cpu_conv_on_onednn(const ConvShape& s, const ConvParams& p,
+                                    const int64_t* output_padding) {
+  if (output_padding != nullptr) {
+    for (int i = 0; i < kConvDims; ++i) {
+      if (output_padding[i] >= p.stride[i]) return false;  // "output padding too big"
+    }
+  }
+  return s.groups > 1 || (s.kernel[1] > 3 && s.kernel[2] > 3) || s.n > 1 ||
+         s.n * s.c * (s.spatial == 3 ? s.in[0] * s.in[1] : s.in[1] * s.in[2]) > 20480;
+}
+
+// Checks shared by plain and transposed convolutions (`output_padding` null
+// for plain ones): dtypes, ranks, and the spatial parameters. Fills is_1d,
+// spatial, n, c, in, kernel, groups and channels_last.
+inline ConvShape conv_common(const SlimTensor& input_in, const SlimTensor& weight_in,
+                             const ConvParams& p, int64_t groups, const int64_t* output_padding,
+                             ConvBackend backend, const char* what) {
+  ConvShape s;
+  const int64_t dims = input_in.dim();
+  if (dims < 3 || dims > 5 || weight_in.dim() != dims) {
+    throw ShimError(std::string(what) + " needs 3-D, 4-D or 5-D input and a weight of its rank");
+  }
+  s.is_1d = dims == 3;
+  s.spatial = dims == 5 ? 3 : 2;
+  const SlimTensor input = lift_conv_1d(input_in);
+  const SlimTensor weight = lift_conv_1d(weight_in);
+  s.n = input.sizes()[0], s.c = input.sizes()[1];
+  spatial_sizes(input, s.in);
+  spatial_sizes(weight, s.kernel);
+  s.groups = groups;
+  for (int i = 0; i < kConvDims; ++i) {
+    if (p.stride[i] <= 0 || p.dilation[i] <= 0 || p.padding[i] < 0) {
+      throw ShimError("convolution stride/dilation must be positive, padding non-negative");
+    }
+  }
+  // ATen's rule: a 4-D output is channels_last when the input or the weight
+  // is, on every backend; a 5-D one is channels_last_3d then on cuDNN, and
+  // on the CPU only where oneDNN runs it (ATen's slow 3-D kernels write
+  // contiguous output). A blob was compiled against exactly this choice.
+  const bool channels_last_operand = input.is_channels_last() || weight.is_channels_last();
+  s.channels_last = !s.is_1d && channels_last_operand &&
+                    (s.spatial == 2 || backend == ConvBackend::kCudnn ||
+                     aten_cpu_conv_on_onednn(s, p, output_padding));
+  return s;
+}
+
+// Sets the output sizes and strides from `out` (checked non-empty).
+inline void set_conv_output(ConvShape& s, const char* what) {
+  for (int i = 0; i < kConvDims; ++i) {
+    if (s.out[i] <= 0) throw ShimError(std::string(what) + " output would be empty");
+  }
+  s.out_sizes = s.output_sizes();
+  s.out_strides = s.dense_strides(s.out_sizes);
+}
+
+// On cuDNN float16 and bfloat16 are accepted too (computed in float32);
+// input and weight must then share the dtype.
 inline ConvShape conv_shape(const SlimTensor& input_in, const SlimTensor& weight_in,
-                            const ConvParams& p, int64_t groups, bool half_floats = false) {
+                            const ConvParams& p, int64_t groups,
+                            ConvBackend backend = ConvBackend::kCpu) {
+  const bool half_floats = backend == ConvBackend::kCudnn;
   const int32_t dt = input_in.dtype();
   const bool supported =
       dt == dtype::kFloat32 || (half_floats && (dt == dtype::kFloat16 || dt == dtype::kBFloat16));
@@ -79,32 +180,16 @@ inline ConvShape conv_shape(const SlimTensor& input_in, const SlimTensor& weight
                                   "weight of one dtype)"
                                 : "convolution supports float32 only");
   }
-  ConvShape s;
-  s.is_1d = input_in.dim() == 3;
-  if (!(input_in.dim() == 4 || s.is_1d) || weight_in.dim() != input_in.dim()) {
-    throw ShimError("convolution needs 3-D or 4-D input and weight");
-  }
-  const SlimTensor input = lift_conv_1d(input_in);
-  const SlimTensor weight = lift_conv_1d(weight_in);
-  s.n = input.sizes()[0], s.c = input.sizes()[1], s.h = input.sizes()[2], s.w = input.sizes()[3];
-  s.oc = weight.sizes()[0], s.cg = weight.sizes()[1], s.kh = weight.sizes()[2];
-  s.kw = weight.sizes()[3];
-  s.groups = groups;
+  ConvShape s = conv_common(input_in, weight_in, p, groups, nullptr, backend, "convolution");
+  s.oc = weight_in.sizes()[0], s.cg = weight_in.sizes()[1];
   if (groups <= 0 || s.c != s.cg * groups || s.oc % groups != 0) {
     throw ShimError("convolution channels do not match groups");
   }
-  for (int i = 0; i < 2; ++i) {
-    if (p.stride[i] <= 0 || p.dilation[i] <= 0 || p.padding[i] < 0) {
-      throw ShimError("convolution stride/dilation must be positive, padding non-negative");
-    }
+  for (int i = 0; i < kConvDims; ++i) {
+    s.out[i] =
+        (s.in[i] + 2 * p.padding[i] - p.dilation[i] * (s.kernel[i] - 1) - 1) / p.stride[i] + 1;
   }
-  s.oh = (s.h + 2 * p.padding[0] - p.dilation[0] * (s.kh - 1) - 1) / p.stride[0] + 1;
-  s.ow = (s.w + 2 * p.padding[1] - p.dilation[1] * (s.kw - 1) - 1) / p.stride[1] + 1;
-  if (s.oh <= 0 || s.ow <= 0) throw ShimError("convolution output would be empty");
-  s.channels_last = !s.is_1d && (input.is_channels_last() || weight.is_channels_last());
-  s.out_sizes = {s.n, s.oc, s.oh, s.ow};
-  s.out_strides =
-      s.channels_last ? channels_last_strides(s.out_sizes) : contiguous_strides(s.out_sizes);
+  set_conv_output(s, "convolution");
   return s;
 }
 
@@ -115,10 +200,10 @@ inline void check_conv_bias(const SlimTensor& bias, int64_t oc, int32_t dtype = 
   }
 }
 
-// The 4-D output `out` in the caller's rank (3-D for a lifted 1-D conv).
+// The lifted output `out` in the caller's rank (3-D for a lifted 1-D conv).
 inline SlimTensor conv_output_view(const SlimTensor& out, const ConvShape& s) {
   if (!s.is_1d) return out;
-  const int64_t sz[3] = {s.n, s.oc, s.ow};
+  const int64_t sz[3] = {s.n, s.oc, s.out[2]};
   const int64_t st[3] = {out.strides()[0], out.strides()[1], out.strides()[3]};
   return out.view(sz, st, 3, out.storage_offset());
 }

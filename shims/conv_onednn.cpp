@@ -1,8 +1,9 @@
 // Slim CPU convolution (and transposed convolution: oneDNN's deconvolution)
 // through oneDNN (onednn_api.h), the library ATen uses on the CPU.
 //
+// - 1-D (lifted to 2-D), 2-D and 3-D convolutions.
 // - Activations stay in the layout the blob handed over: channels_last
-//   (nhwc) goes straight through the primitive; contiguous (nchw) input is
+//   (nhwc, ndhwc) goes straight through the primitive; contiguous input is
 //   reordered to oneDNN's blocked layout and back, as ATen/ideep does.
 // - Weights are reordered into the primitive's blocked layout. Weights that
 //   live in borrowed storage (the blob's constants) are reordered once and
@@ -66,23 +67,27 @@ Reorder reorder(const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to) {
   return r;
 }
 
-// The oneDNN view of the weight tensor: [OC, IC/g, KH, KW] (grouped: 5-D);
-// a transposed convolution's [IC, OC/g, KH, KW] seen with its first two dims
-// swapped, which is how oneDNN's deconvolution takes it.
+// The oneDNN view of the weight tensor: [OC, IC/g, *kernel] (grouped: one
+// dim more, the group first); a transposed convolution's [IC, OC/g, *kernel]
+// seen with its first two dims swapped, which is how oneDNN's deconvolution
+// takes it.
 dnnl_memory_desc_t user_weight_desc(const SlimTensor& w, int64_t groups, bool transposed) {
   const auto& sz = w.sizes();
   const auto& st = w.strides();
   const int64_t out_dim = transposed ? 1 : 0, in_dim = transposed ? 0 : 1;
   const int64_t oc_per_group = transposed ? sz[1] : sz[0] / groups;
   const int64_t ic_per_group = transposed ? sz[0] / groups : sz[1];
-  if (groups == 1) {
-    return strided_desc({oc_per_group, ic_per_group, sz[2], sz[3]},
-                        {st[out_dim], st[in_dim], st[2], st[3]});
+  std::vector<int64_t> dims{oc_per_group, ic_per_group}, strides{st[out_dim], st[in_dim]};
+  for (int64_t d = 2; d < w.dim(); ++d) {
+    dims.push_back(sz[d]);
+    strides.push_back(st[d]);
   }
-  // Group g's slice starts g * (per-group count along the grouped dim) rows in.
-  const int64_t group_stride = transposed ? ic_per_group * st[0] : oc_per_group * st[0];
-  return strided_desc({groups, oc_per_group, ic_per_group, sz[2], sz[3]},
-                      {group_stride, st[out_dim], st[in_dim], st[2], st[3]});
+  if (groups > 1) {
+    // Group g's slice starts g * (per-group count along the grouped dim) rows in.
+    dims.insert(dims.begin(), groups);
+    strides.insert(strides.begin(), transposed ? ic_per_group * st[0] : oc_per_group * st[0]);
+  }
+  return strided_desc(dims, strides);
 }
 
 // A primitive for one geometry, its layouts, and the reorders around it.
@@ -99,10 +104,9 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
                                     const dnnl_memory_desc_t& weight_user,
                                     const ConvTranspose* transpose) {
   auto plan = std::make_unique<ConvPlan>();
-  const std::vector<int64_t> src_dims{s.n, s.c, s.h, s.w};
-  const std::vector<int64_t> dst_dims{s.n, s.oc, s.oh, s.ow};
-  plan->src_user = strided_desc(
-      src_dims, s.channels_last ? channels_last_strides(src_dims) : contiguous_strides(src_dims));
+  const std::vector<int64_t> src_dims = s.input_sizes();
+  const std::vector<int64_t> dst_dims = s.output_sizes();
+  plan->src_user = strided_desc(src_dims, s.dense_strides(src_dims));
   plan->dst_user = strided_desc(dst_dims, s.out_strides);
   plan->weight_user = weight_user;
   // channels_last runs in place; nchw lets oneDNN pick its blocked layout.
@@ -113,24 +117,31 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
   std::vector<int64_t> weight_dims(weight_user.dims, weight_user.dims + weight_user.ndims);
   const dnnl_memory_desc_t weight_md = tag_desc(weight_dims, dnnl_format_tag_any);
   const dnnl_memory_desc_t bias_md = tag_desc({s.oc}, dnnl_a);
-  const dnnl_dims_t strides{p.stride[0], p.stride[1]};
-  const dnnl_dims_t dilates{p.dilation[0] - 1, p.dilation[1] - 1};
-  const dnnl_dims_t pad_l{p.padding[0], p.padding[1]};
+  // oneDNN's spatial parameters: dilation counts the gaps (ATen's minus one);
+  // right padding is ideep's for a convolution (exactly what the
+  // floor-divided output size uses) and ATen's for a transposed one (the
+  // padding less output_padding).
+  dnnl_dims_t strides{}, dilates{}, pad_l{}, pad_r{};
+  for (int i = 0; i < s.spatial; ++i) {
+    const int d = kConvDims - s.spatial + i;
+    strides[i] = p.stride[d];
+    dilates[i] = p.dilation[d] - 1;
+    pad_l[i] = p.padding[d];
+    const int64_t extent = (s.kernel[d] - 1) * p.dilation[d] + 1;
+    pad_r[i] = transpose == nullptr ? (s.out[d] - 1) * p.stride[d] + extent - s.in[d] - p.padding[d]
+                                    : p.padding[d] - transpose->output_padding[d];
+  }
+  // oneDNN 2 refuses negative right padding (a transposed convolution whose
+  // output padding exceeds its padding): the caller's own kernel runs those.
+  if (std::any_of(pad_r, pad_r + s.spatial, [](int64_t v) { return v < 0; })) return nullptr;
   const dnnl_memory_desc_t* bias_arg = has_bias ? &bias_md : nullptr;
   dnnl_convolution_desc_t desc;
   if (transpose == nullptr) {
-    // ideep's right padding: exactly what the floor-divided output size uses.
-    const int64_t ekh = (s.kh - 1) * p.dilation[0] + 1, ekw = (s.kw - 1) * p.dilation[1] + 1;
-    const dnnl_dims_t pad_r{(s.oh - 1) * p.stride[0] + ekh - s.h - p.padding[0],
-                            (s.ow - 1) * p.stride[1] + ekw - s.w - p.padding[1]};
     onednn_check(onednn().dnnl_dilated_convolution_forward_desc_init(
                      &desc, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &weight_md,
                      bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
                  "convolution descriptor");
   } else {
-    // ATen's: output_padding comes off the right padding.
-    const dnnl_dims_t pad_r{p.padding[0] - transpose->output_padding[0],
-                            p.padding[1] - transpose->output_padding[1]};
     onednn_check(onednn().dnnl_dilated_deconvolution_forward_desc_init(
                      &desc, dnnl_forward_inference, dnnl_deconvolution_direct, &src_md, &weight_md,
                      bias_arg, &dst_md, strides, dilates, pad_l, pad_r),
@@ -164,15 +175,14 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
 ConvPlan* thread_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
                       const SlimTensor& weight, const ConvTranspose* transpose) {
   thread_local std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>> plans;
-  std::vector<int64_t> key{
-      s.n,          s.c,          s.h,           s.w,           s.oc,
-      s.kh,         s.kw,         s.groups,      p.stride[0],   p.stride[1],
-      p.padding[0], p.padding[1], p.dilation[0], p.dilation[1], s.channels_last,
-      has_bias};
+  std::vector<int64_t> key{s.n, s.c, s.oc, s.groups, s.spatial, s.channels_last, has_bias};
+  for (const int64_t* values : {s.in, s.kernel, p.stride, p.padding, p.dilation}) {
+    key.insert(key.end(), values, values + kConvDims);
+  }
   for (int64_t st : weight.strides()) key.push_back(st);
   key.push_back(transpose != nullptr);
   if (transpose != nullptr) {
-    key.insert(key.end(), transpose->output_padding, transpose->output_padding + 2);
+    key.insert(key.end(), transpose->output_padding, transpose->output_padding + kConvDims);
   }
   auto it = plans.find(key);
   if (it == plans.end()) {
@@ -416,14 +426,14 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
   if (input_in.dtype() != dtype::kFloat32 || weight.dtype() != dtype::kFloat32) return false;
   ConvPlan* plan = thread_plan(s, p, bias != nullptr, weight, transpose);
   if (plan == nullptr) return false;
-  const std::vector<int64_t> in_sizes{s.n, s.c, s.h, s.w};
-  const std::vector<int64_t> want =
-      s.channels_last ? channels_last_strides(in_sizes) : contiguous_strides(in_sizes);
-  // Inputs that are neither dense nhwc nor dense nchw are copied into the
-  // output's format first.
+  const std::vector<int64_t> in_sizes = s.input_sizes();
+  const std::vector<int64_t> want = s.dense_strides(in_sizes);
+  // Inputs that are neither dense channels-last nor dense contiguous are
+  // copied into the output's format first.
   SlimTensor input = input_in;
   if (!dense_as(input_in, want)) {
-    input = SlimTensor::empty(in_sizes.data(), want.data(), 4, dtype::kFloat32, device::kCPU, -1);
+    input = SlimTensor::empty(in_sizes.data(), want.data(), s.spatial + 2, dtype::kFloat32,
+                              device::kCPU, -1);
     copy_elements(input, input_in);
   }
 

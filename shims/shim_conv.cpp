@@ -1,8 +1,8 @@
 // Slim CPU convolution, plain and transposed: oneDNN (conv_onednn.cpp) where
 // it has an implementation, else im2col + OpenBLAS GEMM (a direct scatter for
-// transposed ones). The output memory format
-// follows ATen's CPU rule: channels_last when the input or the weight is
-// channels_last (4-D), contiguous otherwise. Blobs read the output with the
+// transposed ones); 1-D, 2-D and 3-D. The output memory format follows ATen's
+// CPU rule: channels_last (channels_last_3d) when the input or the weight is,
+// contiguous otherwise. Blobs read the output with the
 // strides they expect, so getting this wrong gives silently wrong numbers.
 #include <cblas.h>
 
@@ -26,74 +26,97 @@ SlimTensor contiguous_copy(const SlimTensor& t) {
   return out;
 }
 
+// Spatial strides of a lifted tensor, depth first (0 for the depth of 4-D
+// ones, whose depth is 1).
+void spatial_strides(const SlimTensor& t, int64_t out[kConvDims]) {
+  out[0] = t.dim() == 5 ? t.strides()[2] : 0;
+  out[1] = t.strides()[t.dim() - 2];
+  out[2] = t.strides()[t.dim() - 1];
+}
+
 SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                        const SlimTensor* bias, const ConvParams& p, int64_t groups) {
   const ConvShape s = conv_shape(input_in, weight_in, p, groups);
   const SlimTensor input = lift_conv_1d(input_in);
   const SlimTensor weight = lift_conv_1d(weight_in);
-  const int64_t n = s.n, h = s.h, w = s.w, oc = s.oc, cg = s.cg, kh = s.kh, kw = s.kw;
-  const int64_t oh = s.oh, ow = s.ow;
-  const bool channels_last = s.channels_last;
-  const std::vector<int64_t>& out_strides = s.out_strides;
-  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), out_strides.data(), 4, dtype::kFloat32,
-                                     device::kCPU, -1);
+  const int64_t rank = s.spatial + 2;
+  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), rank,
+                                     dtype::kFloat32, device::kCPU, -1);
   const SlimTensor* live_bias = (bias != nullptr && bias->defined()) ? bias : nullptr;
   if (onednn_convolution(input, weight, live_bias, p, s, out)) return conv_output_view(out, s);
+  // im2col + GEMM, with depth 1 for 2-D convolutions.
   const SlimTensor wc = weight.is_contiguous() ? weight : contiguous_copy(weight);
   const float* wdata = static_cast<const float*>(wc.data_ptr());
   const float* idata = static_cast<const float*>(input.data_ptr());
   float* odata = static_cast<float*>(out.data_ptr());
-  const int64_t ocg = oc / groups;
-  const int64_t k = cg * kh * kw;
-  const int64_t l = oh * ow;
-  const auto& is = input.strides();
+  const int64_t oc = s.oc, cg = s.cg, ocg = oc / groups;
+  const int64_t *in = s.in, *kernel = s.kernel, *os = s.out;
+  const int64_t window = kernel[0] * kernel[1] * kernel[2];
+  const int64_t k = cg * window;
+  const int64_t l = os[0] * os[1] * os[2];
+  int64_t is[kConvDims];
+  spatial_strides(input, is);
   std::vector<float> col(static_cast<size_t>(k * l));
   blas_threads_for(2.0 * static_cast<double>(ocg) * static_cast<double>(k) *
                    static_cast<double>(l));
-  for (int64_t b = 0; b < n; ++b) {
+  // The input coordinate of output position `o` at kernel offset `ki` along spatial dim `d`.
+  auto source = [&](int d, int64_t o, int64_t ki) {
+    return o * p.stride[d] - p.padding[d] + ki * p.dilation[d];
+  };
+  for (int64_t b = 0; b < s.n; ++b) {
     for (int64_t g = 0; g < groups; ++g) {
-      // col[(ci, ki, kj), (y, x)] = input[b, g*cg + ci, y*s - p + ki*d, x*s - p + kj*d]
+      // col[(ci, kz, ky, kx), (z, y, x)] = input[b, g*cg + ci, source(z, kz), source(y, ky), ...]
       for (int64_t ci = 0; ci < cg; ++ci) {
-        const float* plane = idata + b * is[0] + (g * cg + ci) * is[1];
-        for (int64_t ki = 0; ki < kh; ++ki) {
-          for (int64_t kj = 0; kj < kw; ++kj) {
-            float* row = col.data() + ((ci * kh + ki) * kw + kj) * l;
-            for (int64_t y = 0; y < oh; ++y) {
-              const int64_t iy = y * p.stride[0] - p.padding[0] + ki * p.dilation[0];
-              for (int64_t x = 0; x < ow; ++x) {
-                const int64_t ix = x * p.stride[1] - p.padding[1] + kj * p.dilation[1];
-                row[y * ow + x] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                                      ? plane[iy * is[2] + ix * is[3]]
-                                      : 0.0f;
+        const float* plane = idata + b * input.strides()[0] + (g * cg + ci) * input.strides()[1];
+        for (int64_t kz = 0; kz < kernel[0]; ++kz) {
+          for (int64_t ky = 0; ky < kernel[1]; ++ky) {
+            for (int64_t kx = 0; kx < kernel[2]; ++kx) {
+              float* row = col.data() + (ci * window + (kz * kernel[1] + ky) * kernel[2] + kx) * l;
+              for (int64_t z = 0; z < os[0]; ++z) {
+                const int64_t iz = source(0, z, kz);
+                for (int64_t y = 0; y < os[1]; ++y) {
+                  const int64_t iy = source(1, y, ky);
+                  const bool inside = iz >= 0 && iz < in[0] && iy >= 0 && iy < in[1];
+                  float* dst = row + (z * os[1] + y) * os[2];
+                  for (int64_t x = 0; x < os[2]; ++x) {
+                    const int64_t ix = source(2, x, kx);
+                    dst[x] = (inside && ix >= 0 && ix < in[2])
+                                 ? plane[iz * is[0] + iy * is[1] + ix * is[2]]
+                                 : 0.0f;
+                  }
+                }
               }
             }
           }
         }
       }
       const float* wg = wdata + g * ocg * k;
-      if (channels_last) {
+      if (s.channels_last) {
         // out[b] is [L, OC] (ld OC): out_g^T = col^T @ W_g^T
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, static_cast<int>(l),
                     static_cast<int>(ocg), static_cast<int>(k), 1.0f, col.data(),
                     static_cast<int>(l), wg, static_cast<int>(k), 0.0f,
-                    odata + b * out_strides[0] + g * ocg, static_cast<int>(oc));
+                    odata + b * s.out_strides[0] + g * ocg, static_cast<int>(oc));
       } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(ocg),
                     static_cast<int>(l), static_cast<int>(k), 1.0f, wg, static_cast<int>(k),
-                    col.data(), static_cast<int>(l), 0.0f, odata + b * out_strides[0] + g * ocg * l,
-                    static_cast<int>(l));
+                    col.data(), static_cast<int>(l), 0.0f,
+                    odata + b * s.out_strides[0] + g * ocg * l, static_cast<int>(l));
       }
     }
   }
-  if (bias != nullptr && bias->defined()) {
-    check_conv_bias(*bias, oc);
-    const float* bd = static_cast<const float*>(bias->data_ptr());
-    const int64_t bs = bias->strides()[0];
-    for (int64_t b = 0; b < n; ++b) {
+  if (live_bias != nullptr) {
+    check_conv_bias(*live_bias, oc);
+    const float* bd = static_cast<const float*>(live_bias->data_ptr());
+    const int64_t bs = live_bias->strides()[0];
+    int64_t ost[kConvDims];
+    spatial_strides(out, ost);
+    for (int64_t b = 0; b < s.n; ++b) {
       for (int64_t o = 0; o < oc; ++o) {
-        float* base = odata + b * out_strides[0] + o * out_strides[1];
+        float* base = odata + b * s.out_strides[0] + o * s.out_strides[1];
         for (int64_t i = 0; i < l; ++i) {
-          base[(i / ow) * out_strides[2] + (i % ow) * out_strides[3]] += bd[o * bs];
+          const int64_t z = i / (os[1] * os[2]), y = i / os[2] % os[1], x = i % os[2];
+          base[z * ost[0] + y * ost[1] + x * ost[2]] += bd[o * bs];
         }
       }
     }
@@ -103,50 +126,71 @@ SlimTensor convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
 
 // A transposed convolution: oneDNN's deconvolution, else a direct scatter
 // (every input element adds its weighted kernel window to the output; slow,
-// for machines without oneDNN).
+// for machines without oneDNN), with depth 1 for 2-D convolutions.
 SlimTensor transposed_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                                   const SlimTensor* bias, const ConvParams& p,
                                   const ConvTranspose& t, int64_t groups) {
   const ConvShape s = conv_transpose_shape(input_in, weight_in, p, t, groups);
   const SlimTensor input = lift_conv_1d(input_in);
   const SlimTensor weight = lift_conv_1d(weight_in);
-  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), 4, dtype::kFloat32,
-                                     device::kCPU, -1);
+  SlimTensor out = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), s.spatial + 2,
+                                     dtype::kFloat32, device::kCPU, -1);
   const SlimTensor* live_bias = (bias != nullptr && bias->defined()) ? bias : nullptr;
   if (live_bias != nullptr) check_conv_bias(*live_bias, s.oc);
   if (onednn_convolution(input, weight, live_bias, p, s, out, &t)) {
     return conv_output_view(out, s);
   }
-  const auto &is = input.strides(), &ws = weight.strides(), &os = out.strides();
+  int64_t is[kConvDims], ws[kConvDims], os[kConvDims];
+  spatial_strides(input, is);
+  spatial_strides(weight, ws);
+  spatial_strides(out, os);
   const float* in = static_cast<const float*>(input.data_ptr());
   const float* w = static_cast<const float*>(weight.data_ptr());
   float* o = static_cast<float*>(out.data_ptr());
   const int64_t ocg = s.oc / groups;
+  const int64_t *isz = s.in, *ksz = s.kernel, *osz = s.out;
+  const int64_t ob = out.strides()[0], oc_stride = out.strides()[1];
   for (int64_t b = 0; b < s.n; ++b) {
     for (int64_t c = 0; c < s.oc; ++c) {
       const float init =
           live_bias != nullptr
               ? static_cast<const float*>(live_bias->data_ptr())[c * live_bias->strides()[0]]
               : 0.0f;
-      for (int64_t y = 0; y < s.oh; ++y) {
-        for (int64_t x = 0; x < s.ow; ++x) o[b * os[0] + c * os[1] + y * os[2] + x * os[3]] = init;
+      for (int64_t z = 0; z < osz[0]; ++z) {
+        for (int64_t y = 0; y < osz[1]; ++y) {
+          for (int64_t x = 0; x < osz[2]; ++x) {
+            o[b * ob + c * oc_stride + z * os[0] + y * os[1] + x * os[2]] = init;
+          }
+        }
       }
     }
+    // The output coordinate input position `i` reaches at kernel offset `k` along dim `d`.
+    auto target = [&](int d, int64_t i, int64_t k) {
+      return i * p.stride[d] - p.padding[d] + k * p.dilation[d];
+    };
     for (int64_t ci = 0; ci < s.c; ++ci) {
       const int64_t g = ci / s.cg;
-      for (int64_t iy = 0; iy < s.h; ++iy) {
-        for (int64_t ix = 0; ix < s.w; ++ix) {
-          const float v = in[b * is[0] + ci * is[1] + iy * is[2] + ix * is[3]];
-          for (int64_t oc = 0; oc < ocg; ++oc) {
-            float* plane = o + b * os[0] + (g * ocg + oc) * os[1];
-            for (int64_t ky = 0; ky < s.kh; ++ky) {
-              const int64_t y = iy * p.stride[0] - p.padding[0] + ky * p.dilation[0];
-              if (y < 0 || y >= s.oh) continue;
-              for (int64_t kx = 0; kx < s.kw; ++kx) {
-                const int64_t x = ix * p.stride[1] - p.padding[1] + kx * p.dilation[1];
-                if (x < 0 || x >= s.ow) continue;
-                plane[y * os[2] + x * os[3]] +=
-                    v * w[ci * ws[0] + oc * ws[1] + ky * ws[2] + kx * ws[3]];
+      for (int64_t iz = 0; iz < isz[0]; ++iz) {
+        for (int64_t iy = 0; iy < isz[1]; ++iy) {
+          for (int64_t ix = 0; ix < isz[2]; ++ix) {
+            const float v = in[b * input.strides()[0] + ci * input.strides()[1] + iz * is[0] +
+                               iy * is[1] + ix * is[2]];
+            for (int64_t oc = 0; oc < ocg; ++oc) {
+              float* plane = o + b * ob + (g * ocg + oc) * oc_stride;
+              const float* kern = w + ci * weight.strides()[0] + oc * weight.strides()[1];
+              for (int64_t kz = 0; kz < ksz[0]; ++kz) {
+                const int64_t z = target(0, iz, kz);
+                if (z < 0 || z >= osz[0]) continue;
+                for (int64_t ky = 0; ky < ksz[1]; ++ky) {
+                  const int64_t y = target(1, iy, ky);
+                  if (y < 0 || y >= osz[1]) continue;
+                  for (int64_t kx = 0; kx < ksz[2]; ++kx) {
+                    const int64_t x = target(2, ix, kx);
+                    if (x < 0 || x >= osz[2]) continue;
+                    plane[z * os[0] + y * os[1] + x * os[2]] +=
+                        v * kern[kz * ws[0] + ky * ws[1] + kx * ws[2]];
+                  }
+                }
               }
             }
           }
@@ -181,7 +225,7 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
                                                             padding_len_, dilation, dilation_len_);
     shimkit::ConvTranspose transpose;
     if (transposed != 0) {
-      shimkit::read_conv_pair(output_padding, output_padding_len_, spatial, 0,
+      shimkit::read_conv_list(output_padding, output_padding_len_, spatial, 0,
                               transpose.output_padding, "output_padding");
     }
     const shimkit::ConvTranspose* t = transposed != 0 ? &transpose : nullptr;

@@ -440,10 +440,13 @@ bool SlimTensor::is_contiguous() const {
 }
 
 bool SlimTensor::is_channels_last() const {
-  if (dim() != 4) return false;
+  if (dim() != 4 && dim() != 5) return false;
+  // c10's order: channels innermost, then the spatial dims from the last.
+  const std::vector<int> order =
+      dim() == 4 ? std::vector<int>{1, 3, 2, 0} : std::vector<int>{1, 4, 3, 2, 0};
   int64_t min = 0;
   if (strides_[1] == 0) return false;
-  for (int d : {1, 3, 2, 0}) {
+  for (int d : order) {
     if (sizes_[d] == 0) return false;
     if (strides_[d] < min) return false;
     if (d == 0 && min == strides_[1]) return false;
@@ -489,11 +492,19 @@ std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
 }
 
 std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
-  if (sizes.size() != 4) throw ShimError("channels_last needs 4 dimensions");
-  const int64_t c = std::max<int64_t>(sizes[1], 1);
-  const int64_t h = std::max<int64_t>(sizes[2], 1);
-  const int64_t w = std::max<int64_t>(sizes[3], 1);
-  return {h * w * c, 1, w * c, c};
+  if (sizes.size() != 4 && sizes.size() != 5) {
+    throw ShimError("channels_last needs 4 or 5 dimensions");
+  }
+  // Channels innermost, then the spatial dims in order, the batch outermost.
+  std::vector<int64_t> strides(sizes.size());
+  int64_t acc = std::max<int64_t>(sizes[1], 1);
+  strides[1] = 1;
+  for (size_t d = sizes.size(); d-- > 2;) {
+    strides[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  strides[0] = acc;
+  return strides;
 }
 
 namespace {

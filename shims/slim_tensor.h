@@ -312,7 +312,7 @@ class SlimTensor {
   // Address of element 0 (storage base + offset).
   void* data_ptr() const;
   bool is_contiguous() const;
-  // c10's is_channels_last_strides_2d for 4-D tensors.
+  // c10's is_channels_last_strides_2d (4-D) and _3d (5-D); false for other ranks.
   bool is_channels_last() const;
   // A view of the same storage with new geometry; `storage_offset` absolute.
   SlimTensor view(const int64_t* sizes, const int64_t* strides, int64_t ndim,
@@ -349,7 +349,8 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 // Dense strides that keep the order of `strides` (ATen's infer_dense_strides).
 std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
                                         const std::vector<int64_t>& strides);
-// Channels-last strides for a 4-D NCHW `sizes`.
+// Channels-last strides for NCHW `sizes` (4-D), or channels_last_3d ones for
+// NCDHW `sizes` (5-D).
 std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
 
 // dst[i] = src[i] elementwise over equal sizes, any strides, converting dtype.

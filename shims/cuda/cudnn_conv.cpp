@@ -153,22 +153,27 @@ class Backend {
   void* desc_ = nullptr;
 };
 
-// A convolution's tensors as the plan sees them: 4-D sizes and strides of
-// x, w and y, and each pointer's alignment (cuDNN picks engines by it).
+// The most dims a convolution's tensors have here (3-D convolutions: 5).
+constexpr int kMaxDims = 5;
+
+// A convolution's tensors as the plan sees them: sizes and strides of x, w
+// and y (`dims` of them: 4, or 5 for a 3-D convolution), and each pointer's
+// alignment (cuDNN picks engines by it).
 struct ConvArgs {
-  int64_t x_sizes[4], x_strides[4];
-  int64_t w_sizes[4], w_strides[4];
-  int64_t y_sizes[4], y_strides[4];
+  int dims = 4;
+  int64_t x_sizes[kMaxDims], x_strides[kMaxDims];
+  int64_t w_sizes[kMaxDims], w_strides[kMaxDims];
+  int64_t y_sizes[kMaxDims], y_strides[kMaxDims];
   int64_t align[3];
   int data_type = kCudnnFloat;
 };
 
-std::unique_ptr<Backend> graph_tensor(int64_t uid, int data_type, const int64_t* sizes,
+std::unique_ptr<Backend> graph_tensor(int64_t uid, int data_type, int dims, const int64_t* sizes,
                                       const int64_t* strides, int64_t align) {
   auto t = std::make_unique<Backend>(kBackendTensor);
   t->set(kAttrTensorDataType, kTypeDataType, 1, &data_type)
-      .set(kAttrTensorDimensions, kTypeInt64, 4, sizes)
-      .set(kAttrTensorStrides, kTypeInt64, 4, strides)
+      .set(kAttrTensorDimensions, kTypeInt64, dims, sizes)
+      .set(kAttrTensorStrides, kTypeInt64, dims, strides)
       .set(kAttrTensorUniqueId, kTypeInt64, 1, &uid)
       .set(kAttrTensorByteAlignment, kTypeInt64, 1, &align);
   t->finalize("cudnnBackendFinalize(tensor)");
@@ -221,23 +226,25 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
                                            bool allow_tf32, size_t max_engines, size_t* workspace) {
   auto g = std::make_unique<GraphPlan>();
   auto& parts = g->parts;
-  parts.push_back(graph_tensor(kUidX, a.data_type, a.x_sizes, a.x_strides, a.align[0]));
-  parts.push_back(graph_tensor(kUidW, a.data_type, a.w_sizes, a.w_strides, a.align[1]));
-  parts.push_back(graph_tensor(kUidY, a.data_type, a.y_sizes, a.y_strides, a.align[2]));
+  parts.push_back(graph_tensor(kUidX, a.data_type, a.dims, a.x_sizes, a.x_strides, a.align[0]));
+  parts.push_back(graph_tensor(kUidW, a.data_type, a.dims, a.w_sizes, a.w_strides, a.align[1]));
+  parts.push_back(graph_tensor(kUidY, a.data_type, a.dims, a.y_sizes, a.y_strides, a.align[2]));
   void* x = parts[0]->get();
   void* w = parts[1]->get();
   void* y = parts[2]->get();
   auto conv = std::make_unique<Backend>(kBackendConvolution);
   const int compute = kCudnnFloat;
   const int mode = kCudnnCrossCorrelation;
-  const int64_t spatial = 2;
+  // ConvParams are depth, height, width: the last `spatial` of them.
+  const int64_t spatial = a.dims - 2;
+  const int64_t first = kConvDims - spatial;
   conv->set(kAttrConvCompType, kTypeDataType, 1, &compute)
       .set(kAttrConvMode, kTypeConvolutionMode, 1, &mode)
       .set(kAttrConvSpatialDims, kTypeInt64, 1, &spatial)
-      .set(kAttrConvDilations, kTypeInt64, 2, p.dilation)
-      .set(kAttrConvFilterStrides, kTypeInt64, 2, p.stride)
-      .set(kAttrConvPrePaddings, kTypeInt64, 2, p.padding)
-      .set(kAttrConvPostPaddings, kTypeInt64, 2, p.padding);
+      .set(kAttrConvDilations, kTypeInt64, spatial, p.dilation + first)
+      .set(kAttrConvFilterStrides, kTypeInt64, spatial, p.stride + first)
+      .set(kAttrConvPrePaddings, kTypeInt64, spatial, p.padding + first)
+      .set(kAttrConvPostPaddings, kTypeInt64, spatial, p.padding + first);
   conv->finalize("cudnnBackendFinalize(convolution)");
   auto op = std::make_unique<Backend>(kBackendConvForward);
   const float alpha = 1.0f, beta = 0.0f;
@@ -332,18 +339,22 @@ std::unique_ptr<LegacyPlan> make_legacy_plan(void* handle, const ConvArgs& a, in
                                              size_t* workspace) {
   const CudnnLibrary& d = cudnn_library();
   auto plan = std::make_unique<LegacyPlan>();
-  const std::vector<int> xs = ints(a.x_sizes, 4), xst = ints(a.x_strides, 4);
-  const std::vector<int> ys = ints(a.y_sizes, 4), yst = ints(a.y_strides, 4);
-  const std::vector<int> ws = ints(a.w_sizes, 4);
-  plan->x.desc = tensor_descriptor(a.data_type, xs.data(), xst.data(), 4);
-  plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), 4);
+  const int nd = a.dims;
+  const std::vector<int> xs = ints(a.x_sizes, nd), xst = ints(a.x_strides, nd);
+  const std::vector<int> ys = ints(a.y_sizes, nd), yst = ints(a.y_strides, nd);
+  const std::vector<int> ws = ints(a.w_sizes, nd);
+  plan->x.desc = tensor_descriptor(a.data_type, xs.data(), xst.data(), nd);
+  plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), nd);
   ok(d.create_filter(&plan->w), "cudnnCreateFilterDescriptor");
-  ok(d.set_filter(plan->w, a.data_type, w_format, 4, ws.data()), "cudnnSetFilterNdDescriptor");
+  ok(d.set_filter(plan->w, a.data_type, w_format, nd, ws.data()), "cudnnSetFilterNdDescriptor");
   ok(d.create_conv(&plan->conv), "cudnnCreateConvolutionDescriptor");
-  const int pad[2] = {static_cast<int>(p.padding[0]), static_cast<int>(p.padding[1])};
-  const int stride[2] = {static_cast<int>(p.stride[0]), static_cast<int>(p.stride[1])};
-  const int dilation[2] = {static_cast<int>(p.dilation[0]), static_cast<int>(p.dilation[1])};
-  ok(d.set_conv(plan->conv, 2, pad, stride, dilation, kCudnnCrossCorrelation, kCudnnFloat),
+  // ConvParams are depth, height, width: the last nd - 2 of them.
+  const int spatial = nd - 2, first = kConvDims - spatial;
+  const std::vector<int> pad = ints(p.padding + first, spatial);
+  const std::vector<int> stride = ints(p.stride + first, spatial);
+  const std::vector<int> dilation = ints(p.dilation + first, spatial);
+  ok(d.set_conv(plan->conv, spatial, pad.data(), stride.data(), dilation.data(),
+                kCudnnCrossCorrelation, kCudnnFloat),
      "cudnnSetConvolutionNdDescriptor");
   ok(d.set_group_count(plan->conv, static_cast<int>(groups)), "cudnnSetConvolutionGroupCount");
   // True float32 unless TF32 is allowed (torch's default for cuDNN).
@@ -379,7 +390,7 @@ struct Plan {
   std::unique_ptr<LegacyPlan> legacy;
   // The weight must first be transformed into these strides (empty: used as it is).
   bool transform_weight = false;
-  int64_t w_dense_strides[4] = {};
+  int64_t w_dense_strides[kMaxDims] = {};
   LegacyTensor w_given, w_dense;  // descriptors for cudnnTransformTensor
   size_t workspace = 0;
   LegacyTensor bias, y;  // for cudnnAddTensor
@@ -387,7 +398,7 @@ struct Plan {
 
 // The plan cache key: every argument a plan depends on, in a fixed-size array
 // (no allocation per call).
-using Key = std::array<int64_t, 34>;
+using Key = std::array<int64_t, 9 + 4 * kMaxDims + 3 * kConvDims>;
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
@@ -437,11 +448,11 @@ bool trace_enabled() {
   return enabled;
 }
 
-std::string shape_text(const int64_t* sizes, const int64_t* strides) {
+std::string shape_text(int dims, const int64_t* sizes, const int64_t* strides) {
   std::string text;
-  for (int i = 0; i < 4; ++i) text += (i ? "x" : "") + std::to_string(sizes[i]);
+  for (int i = 0; i < dims; ++i) text += (i ? "x" : "") + std::to_string(sizes[i]);
   text += " strides";
-  for (int i = 0; i < 4; ++i) text += " " + std::to_string(strides[i]);
+  for (int i = 0; i < dims; ++i) text += " " + std::to_string(strides[i]);
   return text;
 }
 
@@ -451,11 +462,12 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
   auto plan = std::make_unique<Plan>();
   // The weight in the output's format (what the legacy filter format and
   // most engines want): a device-side transform when it is not already.
-  std::vector<int64_t> w_sizes(a.w_sizes, a.w_sizes + 4);
+  const int nd = a.dims;
+  std::vector<int64_t> w_sizes(a.w_sizes, a.w_sizes + nd);
   const std::vector<int64_t> dense =
       channels_last ? channels_last_strides(w_sizes) : contiguous_strides(w_sizes);
   bool w_dense = true;
-  for (int i = 0; i < 4; ++i) w_dense = w_dense && (w_sizes[i] == 1 || a.w_strides[i] == dense[i]);
+  for (int i = 0; i < nd; ++i) w_dense = w_dense && (w_sizes[i] == 1 || a.w_strides[i] == dense[i]);
   const size_t engines = autotune_enabled("SHIMKIT_CUDNN_AUTOTUNE") ? kTimedEngines : 1;
   std::string graph_error;
   if (d.graph_ok) {
@@ -469,11 +481,11 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
     // Neither graph engines for this weight layout nor the legacy API (whose
     // filters have a format, not strides) take it as it is.
     plan->transform_weight = true;
-    const std::vector<int> ws = ints(a.w_sizes, 4), given = ints(a.w_strides, 4);
+    const std::vector<int> ws = ints(a.w_sizes, nd), given = ints(a.w_strides, nd);
     std::copy(dense.begin(), dense.end(), plan->w_dense_strides);
-    const std::vector<int> want = ints(plan->w_dense_strides, 4);
-    plan->w_given.desc = tensor_descriptor(a.data_type, ws.data(), given.data(), 4);
-    plan->w_dense.desc = tensor_descriptor(a.data_type, ws.data(), want.data(), 4);
+    const std::vector<int> want = ints(plan->w_dense_strides, nd);
+    plan->w_given.desc = tensor_descriptor(a.data_type, ws.data(), given.data(), nd);
+    plan->w_dense.desc = tensor_descriptor(a.data_type, ws.data(), want.data(), nd);
     std::copy(dense.begin(), dense.end(), a.w_strides);
     if (d.graph_ok) {
       try {
@@ -486,8 +498,8 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
   if (plan->graph == nullptr) {
     if (trace_enabled()) {
       std::fprintf(stderr, "shimkit cuDNN: legacy API for x %s w %s: %s\n",
-                   shape_text(a.x_sizes, a.x_strides).c_str(),
-                   shape_text(a.w_sizes, a.w_strides).c_str(),
+                   shape_text(a.dims, a.x_sizes, a.x_strides).c_str(),
+                   shape_text(a.dims, a.w_sizes, a.w_strides).c_str(),
                    graph_error.empty() ? "graph API unavailable" : graph_error.c_str());
     }
     try {
@@ -498,11 +510,13 @@ std::unique_ptr<Plan> make_plan(HandleState& h, ConvArgs a, const ConvParams& p,
     }
   }
   if (with_bias) {
-    const int bias_sizes[4] = {1, static_cast<int>(a.y_sizes[1]), 1, 1};
-    const int bias_strides[4] = {static_cast<int>(a.y_sizes[1]), 1, 1, 1};
-    const std::vector<int> ys = ints(a.y_sizes, 4), yst = ints(a.y_strides, 4);
-    plan->bias.desc = tensor_descriptor(a.data_type, bias_sizes, bias_strides, 4);
-    plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), 4);
+    // The bias as [1, C, 1, ...]: broadcast over every other dim.
+    std::vector<int> bias_sizes(nd, 1), bias_strides(nd, 1);
+    bias_sizes[1] = static_cast<int>(a.y_sizes[1]);
+    bias_strides[0] = bias_sizes[1];
+    const std::vector<int> ys = ints(a.y_sizes, nd), yst = ints(a.y_strides, nd);
+    plan->bias.desc = tensor_descriptor(a.data_type, bias_sizes.data(), bias_strides.data(), nd);
+    plan->y.desc = tensor_descriptor(a.data_type, ys.data(), yst.data(), nd);
   }
   g_plans.fetch_add(1, std::memory_order_relaxed);
   return plan;
@@ -582,7 +596,7 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     *why = d.error;
     return false;
   }
-  const ConvShape s = conv_shape(input_in, weight_in, params, groups, /*half_floats=*/true);
+  const ConvShape s = conv_shape(input_in, weight_in, params, groups, ConvBackend::kCudnn);
   const int32_t device = input_in.device_index();
   const int32_t dtype = input_in.dtype();
   if (!on_device_in(input_in, device, dtype) || !on_device_in(weight_in, device, dtype) ||
@@ -599,10 +613,11 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   }
   const SlimTensor x = lift_conv_1d(input_in);
   const SlimTensor w = lift_conv_1d(weight_in);
-  SlimTensor y =
-      SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), 4, dtype, device::kCUDA, device);
   ConvArgs a;
-  for (int i = 0; i < 4; ++i) {
+  a.dims = s.spatial + 2;
+  SlimTensor y = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), a.dims, dtype,
+                                   device::kCUDA, device);
+  for (int i = 0; i < a.dims; ++i) {
     a.x_sizes[i] = x.sizes()[i];
     a.x_strides[i] = x.strides()[i];
     a.w_sizes[i] = w.sizes()[i];
@@ -614,10 +629,11 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   a.align[1] = alignment(w.data_ptr());
   a.align[2] = alignment(y.data_ptr());
   a.data_type = cudnn_dtype(dtype);
-  if (!fits_int(a.x_sizes, 4) || !fits_int(a.x_strides, 4) || !fits_int(a.w_sizes, 4) ||
-      !fits_int(a.w_strides, 4) || !fits_int(a.y_sizes, 4) || !fits_int(a.y_strides, 4) ||
-      groups > INT_MAX || !fits_int(params.padding, 2) || !fits_int(params.stride, 2) ||
-      !fits_int(params.dilation, 2)) {
+  const int nd = a.dims;
+  if (!fits_int(a.x_sizes, nd) || !fits_int(a.x_strides, nd) || !fits_int(a.w_sizes, nd) ||
+      !fits_int(a.w_strides, nd) || !fits_int(a.y_sizes, nd) || !fits_int(a.y_strides, nd) ||
+      groups > INT_MAX || !fits_int(params.padding, kConvDims) ||
+      !fits_int(params.stride, kConvDims) || !fits_int(params.dilation, kConvDims)) {
     *why = "a size or stride does not fit cuDNN's int";
     return false;
   }
@@ -625,16 +641,16 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   Key key{};
   size_t k = 0;
   for (int64_t v : {int64_t{device}, int64_t{a.data_type}, int64_t{allow_tf32}, groups,
-                    int64_t{bias != nullptr}, a.align[0], a.align[1], a.align[2]}) {
+                    int64_t{bias != nullptr}, a.align[0], a.align[1], a.align[2], int64_t{nd}}) {
     key[k++] = v;
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < nd; ++i) {
     key[k++] = a.x_sizes[i];
     key[k++] = a.x_strides[i];
     key[k++] = a.w_sizes[i];
     key[k++] = a.w_strides[i];
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kConvDims; ++i) {
     key[k++] = params.stride[i];
     key[k++] = params.padding[i];
     key[k++] = params.dilation[i];
@@ -656,7 +672,7 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     void* w_data = w.data_ptr();
     SlimTensor w_dense;
     if (plan.transform_weight) {
-      w_dense = SlimTensor::empty(w.sizes().data(), plan.w_dense_strides, 4, dtype, device::kCUDA,
+      w_dense = SlimTensor::empty(w.sizes().data(), plan.w_dense_strides, nd, dtype, device::kCUDA,
                                   device);
       ok(d.transform_tensor(h.handle, &one, plan.w_given.desc, w_data, &zero, plan.w_dense.desc,
                             w_dense.data_ptr()),

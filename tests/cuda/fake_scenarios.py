@@ -8,6 +8,7 @@ and print one JSON object. tests/cuda/test_cuda_fake.py drives it.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import os
 import sys
@@ -435,33 +436,36 @@ def fallbacks(s: Shims) -> dict[str, Any]:
 
 
 def reference_conv(
-    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[int, int],
-    pad: tuple[int, int], dil: tuple[int, int], groups: int,
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[int, ...],
+    pad: tuple[int, ...], dil: tuple[int, ...], groups: int,
 ) -> np.ndarray:  # fmt: skip
-    """float64 cross-correlation, the definition torch uses (2-D; lift 1-D first)."""
-    n, _, h, wd = x.shape
-    oc, cg, kh, kw = w.shape
-    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0],) * 2, (pad[1],) * 2))
-    out = np.zeros((n, oc, oh, ow))
+    """float64 cross-correlation, the definition torch uses, over x's spatial dims."""
+    n, oc, cg = x.shape[0], w.shape[0], w.shape[1]
+    kernel_sizes = w.shape[2:]
+    out_sizes = [
+        (size + 2 * p - d * (k - 1) - 1) // s + 1
+        for size, k, s, p, d in zip(x.shape[2:], kernel_sizes, stride, pad, dil, strict=True)
+    ]
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), *((p, p) for p in pad)))
+    out = np.zeros((n, oc, *out_sizes))
     ocg = oc // groups
     for g in range(groups):
-        for i in range(kh):
-            for j in range(kw):
-                y0, x0 = i * dil[0], j * dil[1]
-                patch = xp[:, g * cg : (g + 1) * cg, y0 : y0 + stride[0] * (oh - 1) + 1 : stride[0],
-                           x0 : x0 + stride[1] * (ow - 1) + 1 : stride[1]]  # fmt: skip
-                kernel = w[g * ocg : (g + 1) * ocg, :, i, j].astype(np.float64)
-                out[:, g * ocg : (g + 1) * ocg] += np.einsum("nchw,oc->nohw", patch, kernel)
+        for offsets in itertools.product(*(range(k) for k in kernel_sizes)):
+            window = tuple(
+                slice(o * d, o * d + s * (size - 1) + 1, s)
+                for o, d, s, size in zip(offsets, dil, stride, out_sizes, strict=True)
+            )
+            patch = xp[(slice(None), slice(g * cg, (g + 1) * cg), *window)]
+            kernel = w[(slice(g * ocg, (g + 1) * ocg), slice(None), *offsets)].astype(np.float64)
+            out[:, g * ocg : (g + 1) * ocg] += np.einsum("nc...,oc->no...", patch, kernel)
     if b is not None:
-        out += b[None, :, None, None]
+        out += b.reshape(1, -1, *[1] * len(out_sizes))
     return out
 
 
 def channels_last(a: np.ndarray) -> np.ndarray:
-    """a's values in channels_last memory order (NHWC), still indexed NCHW."""
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    """a's values in channels-last memory order (NHWC, NDHWC), still indexed NCHW (NCDHW)."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
 
 
 def cudnn_counter(name: str) -> int:
@@ -479,7 +483,7 @@ def conv_counts(s: Shims) -> tuple[int, int]:
     return on_cudnn.value, on_host.value
 
 
-# name: (input [N,C,(H,)W], weight, bias?, stride, padding, dilation, groups, layout)
+# name: (input [N,C,(D,)(H,)W], weight, bias?, stride, padding, dilation, groups, layout)
 CONV_CASES: dict[str, tuple[Any, ...]] = {
     "nchw_asymmetric": ((2, 3, 9, 7), (4, 3, 3, 2), True, (2, 1), (1, 0), (1, 2), 1, "nchw"),
     "channels_last": ((2, 3, 8, 8), (5, 3, 3, 3), True, (1, 1), (1, 1), (1, 1), 1, "both_cl"),
@@ -487,6 +491,8 @@ CONV_CASES: dict[str, tuple[Any, ...]] = {
     "mixed_layouts": ((2, 3, 7, 7), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), 1, "input_cl"),
     "pointwise": ((2, 6, 5, 5), (4, 6, 1, 1), True, (1, 1), (0, 0), (1, 1), 1, "input_cl"),
     "conv1d": ((2, 3, 10), (5, 3, 3), True, (2,), (1,), (1,), 1, "nchw"),
+    # The fake cuDNN takes 4-D tensors only: 3-D convolutions show the host path.
+    "conv3d": ((2, 3, 4, 5, 6), (4, 3, 3, 2, 3), True, (1, 2, 1), (1, 0, 1), (1, 1, 2), 1, "input_cl"),  # noqa: E501
 }
 
 
@@ -521,11 +527,7 @@ def conv(s: Shims) -> dict[str, Any]:
             results[dev] = (s.meta(y)[1], s.numpy(y))
             if dev == "cuda":
                 after = (conv_counts(s), [cudnn_counter(c) for c in watched])
-        if spatial == 1:
-            ref = reference_conv(x[:, :, None, :], w[:, :, None, :], b, (1, st[0]), (0, pd[0]),
-                                 (1, dl[0]), groups)[:, :, 0, :]  # fmt: skip
-        else:
-            ref = reference_conv(x, w, b, st, pd, dl, groups)
+        ref = reference_conv(x, w, b, st, pd, dl, groups)
         r[name] = {
             "max_abs_diff": float(np.abs(results["cuda"][1] - ref).max()),
             "strides": results["cuda"][0],

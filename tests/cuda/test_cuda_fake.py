@@ -211,7 +211,20 @@ def test_host_fallbacks_match_the_cpu_ops(
 
 
 def conv_cases(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in r.items() if isinstance(v, dict)}
+    """The 1-D and 2-D cases (the fake cuDNN takes 4-D tensors only)."""
+    return {k: v for k, v in r.items() if isinstance(v, dict) and k != "conv3d"}
+
+
+def test_conv3d_matches_numpy_through_the_host_where_cudnn_refuses_5d(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    """nn.Conv3d's call on CUDA: the fake cuDNN refuses 5-D descriptors (real cuDNN takes
+    them: docs/benchmarks.md), so it runs on the host, right and in ATen's layout."""
+    case = scenario(cuda_libs, fakes, "conv")["conv3d"]
+    assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"]
+    assert case["strides"] == [128, 1, 32, 16, 4]  # NDHWC [2, 4, 4, 2, 4]
+    assert (case["on_cudnn"], case["on_host"], case["cudnn_executes"]) == (0, 1, 0)
+    assert "cudnnSetFilterNdDescriptor" in case["fallback_reason"], case["fallback_reason"]
 
 
 def test_cudnn_convolution_matches_numpy_in_atens_layout(

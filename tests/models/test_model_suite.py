@@ -66,6 +66,7 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_masked_select",
         "aoti_torch_cpu_cummax",
     ],
+    "video": ["aoti_torch_cpu_convolution"],  # 3-D, plain and transposed
 }
 
 
@@ -121,6 +122,25 @@ def test_family_matches_eager_next_to_libtorch(packages: Any, name: str) -> None
     with rt.load(package.prefixed) as model:
         for inputs in [package.inputs, *package.more_inputs]:
             run_and_compare(model, package.model, inputs, package.rtol)
+
+
+def test_channels_last_input_is_laid_out_as_the_blob_was_compiled(packages: Any) -> None:
+    """The video model was exported with a channels_last_3d clip, and its first kernel
+    reads the input with those strides: the runtime passes any array in that layout.
+    Control: passed row-major as it comes (what the runtime did before), the numbers are
+    wrong."""
+    package = packages("video")
+    clip = package.inputs[0]
+    row_major = np.ascontiguousarray(clip.numpy())
+    with torch.no_grad():
+        want = _as_list(package.model(clip))
+    with rt.load(package.prefixed) as model:
+        assert model.input_specs[0].order == (0, 2, 3, 4, 1)
+        assert not mismatches(model(row_major), want, package.rtol)
+        assert not mismatches(model(clip.numpy()), want, package.rtol)
+        model._orders = {}  # the control: no layout step, no input check
+        model._geometry = [None] * model.num_inputs
+        assert mismatches(model(row_major), want, package.rtol)
 
 
 def test_dynamic_batch_serves_other_sizes_and_refuses_out_of_range(packages: Any) -> None:

@@ -405,6 +405,40 @@ class DetectionHead(nn.Module):
         return anchors, torch.masked_select(scores, keep), kept, best, best_at
 
 
+# --- video: 3-D convolutions ----------------------------------------------------------
+
+
+class VideoNet(nn.Module):
+    """A small video classifier with a segmentation-style head: a 3-D stem, an R(2+1)D
+    block (spatial 1x3x3 then temporal 3x1x1 convolutions), a depthwise 3-D convolution,
+    a transposed 3-D convolution back up (output padding beyond its padding), and global
+    3-D pooling into a classifier. Its input is channels_last_3d: at batch 1 ATen runs the
+    stem on its slow 3-D kernel, whose contiguous output the blob is compiled against."""
+
+    def __init__(self, c: int = 8, classes: int = 5) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv3d(3, c, 3, (1, 2, 2), 1, bias=False), nn.BatchNorm3d(c), nn.ReLU()
+        )
+        self.spatial = nn.Conv3d(c, 2 * c, (1, 3, 3), 1, (0, 1, 1))
+        self.temporal = nn.Conv3d(2 * c, 2 * c, (3, 1, 1), 1, (1, 0, 0))
+        self.depthwise = nn.Conv3d(2 * c, 2 * c, 3, 2, 1, groups=2 * c)
+        self.up = nn.ConvTranspose3d(2 * c, c, 2, 2, 0, output_padding=(0, 1, 1), dilation=2)
+        self.fc = nn.Linear(3 * c, classes)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.stem(x)
+        h = F.relu(self.temporal(F.relu(self.spatial(h))) + h.repeat(1, 2, 1, 1, 1))
+        d = F.relu(self.depthwise(h))
+        up = self.up(d)
+        pooled = torch.cat(
+            [F.adaptive_avg_pool3d(h, 1).flatten(1)[:, : h.shape[1] // 2],
+             F.adaptive_avg_pool3d(d, 1).flatten(1)],
+            1,
+        )  # fmt: skip
+        return self.fc(pooled), up
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -548,6 +582,12 @@ def _detection() -> ZooModel:
     )
 
 
+def _video() -> ZooModel:
+    _seeded(25)
+    clip = _randn(1, 3, 6, 12, 12).contiguous(memory_format=torch.channels_last_3d)
+    return ZooModel(VideoNet().eval(), (clip,))
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -568,6 +608,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "dynamic_mlp": _dynamic_mlp,
     "pooling": _pooling,
     "detection": _detection,
+    "video": _video,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

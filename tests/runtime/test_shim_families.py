@@ -10,6 +10,7 @@ error cases return AOTI_TORCH_FAILURE with a message that says what is wrong.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import subprocess
 import sys
@@ -717,7 +718,7 @@ def convolution(
     dilation: int = 1,
     output_padding: int | None = None,
 ) -> torch.Tensor:
-    """A convolution through the shim (1-D or 2-D, from x's rank); transposed when
+    """A convolution through the shim (1-D, 2-D or 3-D, from x's rank); transposed when
     `output_padding` is given; `w` a tensor or a shim handle."""
     bias_h = sh.tensor(b) if b is not None else None
     spatial = x.dim() - 2
@@ -796,6 +797,121 @@ def test_transposed_convolution_1d_and_bad_output_padding(sh: TorchShims) -> Non
     assert rc == 1 and "output_padding must be smaller" in sh.error()
 
 
+# (stride, padding, dilation, groups): a video stem, a strided one, dilated and grouped,
+# depthwise.
+CONV3D_CASES = [(1, 1, 1, 1), (2, 0, 1, 1), (1, 2, 2, 2), (1, 1, 1, 4)]
+
+
+@pytest.mark.parametrize("x_cl", [False, True], ids=["ncdhw", "ndhwc"])
+@pytest.mark.parametrize("w_cl", [False, True], ids=["w-ncdhw", "w-ndhwc"])
+@pytest.mark.parametrize(("stride", "padding", "dilation", "groups"), CONV3D_CASES)
+def test_conv3d_matches_aten_values_and_strides(
+    sh: TorchShims, x_cl: bool, w_cl: bool, stride: int, padding: int, dilation: int, groups: int
+) -> None:
+    """nn.Conv3d's call: values, and the output in ATen's memory format (channels_last_3d
+    when the input or the weight is)."""
+    torch.manual_seed(stride + padding + groups)
+    x = torch.randn(2, 4, 5, 7, 6)
+    w, b = torch.randn(8, 4 // groups, 3, 3, 2), torch.randn(8)
+    if x_cl:
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    if w_cl:
+        w = w.contiguous(memory_format=torch.channels_last_3d)
+    want = torch.ops.aten.convolution(
+        x, w, b, [stride] * 3, [padding] * 3, [dilation] * 3, False, [0] * 3, groups
+    )
+    got = convolution(sh, x, w, b, padding, groups, stride, dilation)
+    assert_same_tensor(got, want, rtol=1e-4)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["ncdhw", "ndhwc"])
+@pytest.mark.parametrize(("stride", "padding", "dilation", "out_pad", "groups"), TRANSPOSED_CASES)
+def test_transposed_conv3d_matches_aten(
+    sh: TorchShims,
+    channels_last: bool,
+    stride: int,
+    padding: int,
+    dilation: int,
+    out_pad: int,
+    groups: int,
+) -> None:
+    torch.manual_seed(stride + padding + groups)
+    x = torch.randn(1, 8, 3, 4, 5)
+    w, b = torch.randn(8, 12 // groups, 3, 2, 3), torch.randn(12)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    want = torch.ops.aten.convolution(
+        x, w, b, [stride] * 3, [padding] * 3, [dilation] * 3, True, [out_pad] * 3, groups
+    )
+    got = convolution(sh, x, w, b, padding, groups, stride, dilation, out_pad)
+    assert_same_tensor(got, want, rtol=1e-4)
+
+
+def test_conv3d_output_format_follows_atens_backend_choice(sh: TorchShims) -> None:
+    """A 5-D output is channels_last_3d only where ATen's CPU convolution runs on oneDNN;
+    its slow 3-D kernels (batch 1, small kernels, one group; transposed with output
+    padding at least the stride) write contiguous output, and the blob was compiled
+    against that. 4-D outputs stay channels_last on every backend (the control)."""
+    torch.manual_seed(21)
+    seen: set[tuple[int, bool]] = set()
+    cases = itertools.product((1, 2), (1, 3, 5), (1, 2), (1, 2), (False, True), (0, 1))
+    for n, k, stride, groups, transposed, out_pad in cases:
+        if out_pad and not transposed:
+            continue
+        # Output padding may reach the stride only below the dilation.
+        dilation = 2 if out_pad >= stride else 1
+        for dims, fmt in ((3, torch.channels_last_3d), (2, torch.channels_last)):
+            x = torch.randn(n, 4, *[7] * dims).contiguous(memory_format=fmt)
+            w = torch.randn(4, 4 // groups, *[k] * dims)
+            pads = [out_pad] * dims
+            want = torch.ops.aten.convolution(
+                x, w, None, [stride] * dims, [0] * dims, [dilation] * dims, transposed, pads, groups
+            )
+            op = out_pad if transposed else None
+            got = convolution(sh, x, w, None, 0, groups, stride, dilation, op)
+            assert got.stride() == want.stride(), (dims, n, k, stride, groups, transposed, pads)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+            seen.add((dims, want.is_contiguous()))
+    # Both formats occur for 5-D outputs, only channels_last for 4-D ones.
+    assert seen == {(3, True), (3, False), (2, False)}
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "message"),
+    [
+        (torch.randn(2, 3), torch.randn(4, 3), "needs 1 to 3 spatial dims, got 0"),
+        (torch.randn(1, 2, 3, 3, 3, 3), torch.randn(2, 2, 1, 1, 1, 1), "1 to 3 spatial dims"),
+        (torch.randn(1, 2, 4, 4, 4), torch.randn(2, 2, 3, 3), "a weight of its rank"),
+    ],
+    ids=["2-D", "6-D", "rank-mismatch"],
+)
+def test_convolution_refuses_other_ranks(
+    sh: TorchShims, x: torch.Tensor, w: torch.Tensor, message: str
+) -> None:
+    """A rank the shims do not convolve is refused with one line (never read past the
+    parameter lists, whose length follows the input's rank)."""
+    spatial = max(x.dim() - 2, 1)
+    out = Handle()
+    rc = sh.call(
+        "aoti_torch_cpu_convolution",
+        sh.tensor(x),
+        sh.tensor(w),
+        None,
+        ints(*[1] * spatial),
+        ctypes.c_int64(spatial),
+        ints(*[0] * spatial),
+        ctypes.c_int64(spatial),
+        ints(*[1] * spatial),
+        ctypes.c_int64(spatial),
+        ctypes.c_int32(0),
+        ints(*[0] * spatial),
+        ctypes.c_int64(spatial),
+        ctypes.c_int64(1),
+        ctypes.byref(out),
+    )
+    assert rc == 1 and message in sh.error(), sh.error()
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_reduced_precision_convolution_matches_aten(sh: TorchShims, dtype: torch.dtype) -> None:
     torch.manual_seed(14)
@@ -854,7 +970,8 @@ def test_convolution_weight_cache_follows_the_storage(sh: TorchShims, groups: in
 
 
 def test_convolution_without_onednn_still_matches(libs: Any) -> None:
-    """SHIMKIT_ONEDNN=0: the im2col path (the fallback when oneDNN is missing)."""
+    """SHIMKIT_ONEDNN=0: the im2col path (the fallback when oneDNN is missing), 2-D and
+    3-D, plain and transposed, both memory formats."""
     code = (
         "import ctypes, torch\n"
         "from shimkit.config import load_config\n"
@@ -872,6 +989,17 @@ def test_convolution_without_onednn_still_matches(libs: Any) -> None:
         "    wt = torch.randn(6, 2, 3, 3)\n"
         "    got = convolution(sh, x, wt, b, 1, 2, 2, 1, 1)\n"
         "    want = torch.nn.functional.conv_transpose2d(x, wt, b, 2, 1, 1, 2)\n"
+        "    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)\n"
+        "    assert got.stride() == want.stride()\n"
+        "    fmt = torch.channels_last_3d if cl else torch.contiguous_format\n"
+        "    x3 = torch.randn(1, 4, 4, 5, 6).contiguous(memory_format=fmt)\n"
+        "    w3, wt3 = torch.randn(6, 2, 3, 2, 3), torch.randn(4, 3, 2, 3, 2)\n"
+        "    got = convolution(sh, x3, w3, b[:1].repeat(6), 1, 2, 2, 1)\n"
+        "    want = torch.nn.functional.conv3d(x3, w3, b[:1].repeat(6), 2, 1, 1, 2)\n"
+        "    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)\n"
+        "    assert got.stride() == want.stride()\n"
+        "    got = convolution(sh, x3, wt3, None, 1, 2, 2, 1, 1)\n"
+        "    want = torch.nn.functional.conv_transpose3d(x3, wt3, None, 2, 1, 1, 2)\n"
         "    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)\n"
         "    assert got.stride() == want.stride()\n"
         "print('im2col ok')\n"

@@ -24,10 +24,13 @@ _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
 
 @dataclass(frozen=True)
 class InputSpec:
-    """Expected dtype (numpy name) and sizes of one input; None = not fixed."""
+    """Expected dtype (numpy name) and sizes of one input; None = not fixed. `order`: the
+    dims from outermost to innermost in memory where the blob was compiled for a layout
+    other than row-major (a channels-last example input), else None."""
 
     dtype: str | None
     shape: tuple[int | None, ...] | None
+    order: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,51 @@ _ANY_DIM = re.compile(r"\w+_size\[(\d+)\]")
 _NUMPY_NAMES = {"bool": "bool", "bfloat16": None}
 
 
+# The wrapper's names for its inputs, and the strides it checks them against.
+_INPUT_NAME = re.compile(r'inputs_info_\[(\d+)\]\.name = "(\w+)";')
+_INPUT_STRIDES = re.compile(r'assert_size_stride\((\w+), \{[^}]*\}, \{([^}]*)\}, "input"\)')
+
+
+def _memory_order(strides: str) -> tuple[int, ...] | None:
+    """The dims outermost first for a stride list of the wrapper's (`2592L, 1L, ...`);
+    None when it is row-major or not all numbers (dynamic sizes)."""
+    values = [v.strip().rstrip("L") for v in strides.split(",") if v.strip()]
+    if not all(v.isdigit() for v in values):
+        return None
+    numbers = [int(v) for v in values]
+    order = tuple(sorted(range(len(numbers)), key=lambda d: (-numbers[d], d)))
+    return None if order == tuple(range(len(numbers))) else order
+
+
+def _input_orders(source: str) -> dict[int, tuple[int, ...]]:
+    """Input index -> memory order, for the inputs compiled for a non-row-major layout."""
+    strides = dict(_INPUT_STRIDES.findall(source))
+    orders = {}
+    for index, name in _INPUT_NAME.findall(source):
+        order = _memory_order(strides[name]) if name in strides else None
+        if order is not None:
+            orders[int(index)] = order
+    return orders
+
+
+def dense_in_order(array: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
+    """`array` laid out densely with its dims in memory `order` (outermost first): the
+    array itself if it already is, else a copy."""
+    want = [0] * array.ndim
+    step = array.itemsize
+    for d in reversed(order):
+        want[d] = step
+        step *= max(array.shape[d], 1)
+    if all(array.shape[d] == 1 or array.strides[d] == want[d] for d in range(array.ndim)):
+        return array
+    out = np.empty([array.shape[d] for d in order], dtype=array.dtype)
+    laid_out = out.transpose(np.argsort(order))
+    laid_out[...] = array
+    return laid_out
+
+
 def _input_specs(source: str) -> tuple[InputSpec, ...] | None:
+    orders = _input_orders(source)
     specs: dict[int, InputSpec] = {}
     for match in _CHECK_FN.finditer(source):
         body = match.group(2)
@@ -71,9 +118,11 @@ def _input_specs(source: str) -> tuple[InputSpec, ...] | None:
         for value, index in _FIXED_DIM.findall(body):
             shape[int(index)] = int(value)
         name = dtype.group(1) if dtype else None
-        specs[int(match.group(1))] = InputSpec(
+        index = int(match.group(1))
+        specs[index] = InputSpec(
             dtype=_NUMPY_NAMES.get(name, name) if name else None,
             shape=tuple(shape) if dims else None,
+            order=orders.get(index) if dims and len(orders.get(index, ())) == len(shape) else None,
         )
     if not specs or sorted(specs) != list(range(len(specs))):
         return None

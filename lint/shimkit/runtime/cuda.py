@@ -25,7 +25,14 @@ import numpy as np
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime.admit import refuse_unless_clean
-from shimkit.runtime.blob import BlobSource, InputSpec, LoadedBlob, as_array, check_input_spec
+from shimkit.runtime.blob import (
+    BlobSource,
+    InputSpec,
+    LoadedBlob,
+    as_array,
+    check_input_spec,
+    dense_in_order,
+)
 from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, claim_provider
 
@@ -292,6 +299,8 @@ class CudaModel(LoadedBlob):
         if self.input_specs is not None:
             for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
                 check_input_spec(array, spec, i)
+                if spec.order is not None:  # compiled for a channels-last input
+                    arrays[i] = dense_in_order(array, spec.order)
         descs = (Tensor * max(len(arrays), 1))(*[_describe(a) for a in arrays])
         return arrays, descs
 

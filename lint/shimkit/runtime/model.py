@@ -15,7 +15,14 @@ from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime import fastcall
 from shimkit.runtime.admit import refuse_unless_clean, served_config
-from shimkit.runtime.blob import BlobSource, LoadedBlob, as_array, check_input_spec, read_blob
+from shimkit.runtime.blob import (
+    BlobSource,
+    LoadedBlob,
+    as_array,
+    check_input_spec,
+    dense_in_order,
+    read_blob,
+)
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
 
 if TYPE_CHECKING:
@@ -76,8 +83,15 @@ class Model(LoadedBlob):
             for spec in specs
         ):
             # Fully known inputs are validated here (dtype and shape; arrays are
-            # passed C-contiguous), so the blob need not re-check every call.
+            # passed in the layout the blob was compiled for), so the blob need not
+            # re-check every call.
             self._rt.lib.shimkit_model_set_check_inputs(handle, 0)
+        # Inputs compiled for a layout other than row-major (channels-last example
+        # inputs): input index -> memory order. They take the Python path, which lays
+        # each one out that way (the C extension passes row-major arrays only).
+        self._orders = {
+            i: spec.order for i, spec in enumerate(specs or ()) if spec.order is not None
+        }
         self._in = (Tensor * max(self.num_inputs, 1))()
         self._out = (Tensor * max(self.num_outputs, 1))()
         self._geometry: list[tuple[Any, ...] | None] = [None] * self.num_inputs
@@ -104,7 +118,7 @@ class Model(LoadedBlob):
         # descriptor arrays above and takes over once the Python path has
         # validated the input geometry and seen the output geometry.
         ext = fastcall.module()
-        if ext is not None:
+        if ext is not None and not self._orders:
             self._fast = ext.Runner(
                 ctypes.cast(self._rt.lib.shimkit_model_run, ctypes.c_void_p).value,
                 handle.value,
@@ -172,6 +186,18 @@ class Model(LoadedBlob):
         last = self._last_inputs
         descs = self._in
         for i, value in enumerate(inputs):
+            order = self._orders.get(i)
+            if order is not None:
+                array = value if type(value) is np.ndarray else as_array(value, i)
+                if geometry[i] != (array.shape, array.dtype.num):
+                    self._describe_input(i, array)
+                    geometry[i] = (array.shape, array.dtype.num)
+                array = dense_in_order(np.asarray(array, array.dtype.newbyteorder("=")), order)
+                descs[i].data = int(array.ctypes.data)  # element 0: every stride is positive
+                for d, stride in enumerate(array.strides):
+                    descs[i].strides[d] = stride // array.itemsize
+                arrays.append(array)
+                continue
             if (
                 value is last[i]
                 and value is not None
