@@ -492,7 +492,16 @@ CONV_CASES: dict[str, tuple[Any, ...]] = {
     "pointwise": ((2, 6, 5, 5), (4, 6, 1, 1), True, (1, 1), (0, 0), (1, 1), 1, "input_cl"),
     "conv1d": ((2, 3, 10), (5, 3, 3), True, (2,), (1,), (1,), 1, "nchw"),
     # The fake cuDNN takes 4-D tensors only: 3-D convolutions show the host path.
-    "conv3d": ((2, 3, 4, 5, 6), (4, 3, 3, 2, 3), True, (1, 2, 1), (1, 0, 1), (1, 1, 2), 1, "input_cl"),  # noqa: E501
+    "conv3d": (
+        (2, 3, 4, 5, 6),
+        (4, 3, 3, 2, 3),
+        True,
+        (1, 2, 1),
+        (1, 0, 1),
+        (1, 1, 2),
+        1,
+        "input_cl",
+    ),
 }
 
 
