@@ -104,6 +104,7 @@ def main() -> int:
     from shimkit.aot.attention import decompose_attention
     from shimkit.aot.compile import compile_exported
     from shimkit.errors import ShimkitError
+    from shimkit.runtime.cuda import cuda_runtime
 
     from tests.models.zoo import ZOO
 
@@ -133,6 +134,7 @@ def main() -> int:
     report["shape_warnings"] = compiled.shape_warnings
     save()
     slim = shimkit.runtime.load(pt2, device="cuda")
+    conv_before = cuda_runtime().conv_counts()
     report["runs"] = []
     slim_outputs, eager_outputs = [], []
     with torch.no_grad():
@@ -154,6 +156,11 @@ def main() -> int:
             report["runs"].append(run)
             save()
     slim.close()
+    # Convolutions on cuDNN and on the host (the fallback), over every run.
+    report["conv_on_cudnn_host"] = [
+        after - before
+        for after, before in zip(cuda_runtime().conv_counts(), conv_before, strict=True)
+    ]
     report["match"] = all(r["match"] for r in report["runs"])
     save()
     # The peer: torch's runner on the same blob, against eager and against the slim runtime.
