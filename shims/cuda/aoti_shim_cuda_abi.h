@@ -96,6 +96,34 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHand
                                                                   int64_t output_size_len_,
                                                                   AtenTensorHandle* ret0,
                                                                   AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_avg_pool3d(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    int32_t ceil_mode, int32_t count_include_pad, int64_t* divisor_override,
+    AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_max_pool2d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self,
+                                                                  const int64_t* output_size,
+                                                                  int64_t output_size_len_,
+                                                                  AtenTensorHandle* ret0,
+                                                                  AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__adaptive_avg_pool2d(AtenTensorHandle self,
+                                                                   const int64_t* output_size,
+                                                                   int64_t output_size_len_,
+                                                                   AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__adaptive_avg_pool3d(AtenTensorHandle self,
+                                                                   const int64_t* output_size,
+                                                                   int64_t output_size_len_,
+                                                                   AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self,
                                                       AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self,

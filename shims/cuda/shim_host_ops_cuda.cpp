@@ -131,6 +131,96 @@ AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
   });
 }
 
+AOTITorchError aoti_torch_cuda_avg_pool3d(AtenTensorHandle self, const int64_t* kernel_size,
+                                          int64_t kernel_size_len_, const int64_t* stride,
+                                          int64_t stride_len_, const int64_t* padding,
+                                          int64_t padding_len_, int32_t ceil_mode,
+                                          int32_t count_include_pad, int64_t* divisor_override,
+                                          AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "avg_pool3d"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_avg_pool3d(host(self), kernel_size, kernel_size_len_, stride,
+                                       stride_len_, padding, padding_len_, ceil_mode,
+                                       count_include_pad, divisor_override, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_max_pool2d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(
+        cu::cuda_device_of(self, "max_pool2d_with_indices"), {ret0, ret1}, [&](auto& out) {
+          return aoti_torch_cpu_max_pool2d_with_indices(
+              host(self), kernel_size, kernel_size_len_, stride, stride_len_, padding, padding_len_,
+              dilation, dilation_len_, ceil_mode, &out[0].h, &out[1].h);
+        });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(
+        cu::cuda_device_of(self, "max_pool3d_with_indices"), {ret0, ret1}, [&](auto& out) {
+          return aoti_torch_cpu_max_pool3d_with_indices(
+              host(self), kernel_size, kernel_size_len_, stride, stride_len_, padding, padding_len_,
+              dilation, dilation_len_, ceil_mode, &out[0].h, &out[1].h);
+        });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self,
+                                                   const int64_t* output_size,
+                                                   int64_t output_size_len_, AtenTensorHandle* ret0,
+                                                   AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "adaptive_max_pool3d"), {ret0, ret1},
+                           [&](auto& out) {
+                             return aoti_torch_cpu_adaptive_max_pool3d(
+                                 host(self), output_size, output_size_len_, &out[0].h, &out[1].h);
+                           });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__adaptive_avg_pool2d(AtenTensorHandle self,
+                                                    const int64_t* output_size,
+                                                    int64_t output_size_len_,
+                                                    AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "_adaptive_avg_pool2d"), {ret0},
+                           [&](auto& out) {
+                             return aoti_torch_cpu__adaptive_avg_pool2d(
+                                 host(self), output_size, output_size_len_, &out[0].h);
+                           });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__adaptive_avg_pool3d(AtenTensorHandle self,
+                                                    const int64_t* output_size,
+                                                    int64_t output_size_len_,
+                                                    AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "_adaptive_avg_pool3d"), {ret0},
+                           [&](auto& out) {
+                             return aoti_torch_cpu__adaptive_avg_pool3d(
+                                 host(self), output_size, output_size_len_, &out[0].h);
+                           });
+  });
+}
+
 AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
     cu::HostMirrors host;

@@ -58,6 +58,25 @@ void require_matrix(const SlimTensor& t, const char* what) {
   if (t.dim() != 2) throw ShimError(std::string(what) + " must be a matrix");
 }
 
+// The host's convolution output `*h` in the memory format ATen's CUDA
+// convolution gives (cuDNN's rule), which a CUDA blob was compiled against:
+// the CPU's rule differs for 5-D outputs, which ATen's slow CPU kernels write
+// contiguous where cuDNN writes channels_last_3d.
+void in_cudnn_memory_format(const SlimTensor& x, const SlimTensor& w, AtenTensorHandle* h) {
+  const SlimTensor& result = as_tensor(*h);
+  if (result.dim() != 5) return;  // 1-D and 2-D: the CPU and cuDNN rules agree
+  const std::vector<int64_t> sizes = result.sizes().vec();
+  const std::vector<int64_t> want = x.is_channels_last() || w.is_channels_last()
+                                        ? shimkit::channels_last_strides(sizes)
+                                        : shimkit::contiguous_strides(sizes);
+  if (result.strides().vec() == want) return;
+  SlimTensor laid_out =
+      SlimTensor::empty(sizes.data(), want.data(), 5, result.dtype(), shimkit::device::kCPU, -1);
+  shimkit::copy_elements(laid_out, result);
+  aoti_torch_delete_tensor_object(*h);
+  *h = to_handle(std::move(laid_out));
+}
+
 }  // namespace
 
 extern "C" {
@@ -188,10 +207,12 @@ AOTITorchError aoti_torch_cuda_convolution(
     cu::HostMirrors host;
     AtenTensorHandle host_bias = b != nullptr ? host(*bias) : nullptr;
     cu::results_on_host<1>(x.device_index(), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_convolution(
+      const AOTITorchError rc = aoti_torch_cpu_convolution(
           host(input), host(weight), host_bias != nullptr ? &host_bias : nullptr, stride,
           stride_len_, padding, padding_len_, dilation, dilation_len_, transposed, output_padding,
           output_padding_len_, groups, &out[0].h);
+      if (rc == AOTI_TORCH_SUCCESS) in_cudnn_memory_format(x, w, &out[0].h);
+      return rc;
     });
     cu::count_conv(false, why);
   });

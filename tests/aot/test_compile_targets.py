@@ -150,6 +150,40 @@ def test_proxy_executor_ops_come_from_the_json_beside_each_blob(tmp_path: Path) 
     }
 
 
+def test_lint_names_the_ops_left_to_the_proxy_executor(tmp_path: Path, config: ShimConfig) -> None:
+    """`shimkit lint` on a .pt2: SK009 names the ops from the node list beside the blob,
+    as compile does. Control: a blob with no node list keeps the rule's own message."""
+    from dataclasses import replace
+
+    from shimkit.checks.engine import ArtifactResult, LintResult
+    from shimkit.checks.model import Role
+    from shimkit.checks.run import name_proxy_executor_ops
+
+    package = tmp_path / "m.pt2"
+    nodes = {"nodes": [{"name": "buf0", "node": {"target": "aten::embedding_renorm"}}]}
+    with zipfile.ZipFile(package, "w") as archive:
+        for stem in ("a", "b"):
+            archive.writestr(f"m/data/aotinductor/model/{stem}.wrapper.so", b"\x7fELF")
+        archive.writestr("m/data/aotinductor/model/a.wrapper.json", json.dumps(nodes))
+    result = LintResult()
+    for stem in ("a", "b"):
+        image = replace(
+            blob(config, ["aoti_torch_proxy_executor_call_function"]),
+            location=f"{package}!m/data/aotinductor/model/{stem}.wrapper.so",
+        )
+        found = blob_problems(image, config, TARGETS["slim-cpu"], frozenset())
+        result.artifacts.append(ArtifactResult(image.location, Role.BLOB, image, found))
+    name_proxy_executor_ops(result)
+    named, unnamed = (
+        [f.message for f in a.findings if f.rule_id == "SK009"] for a in result.artifacts
+    )
+    assert named == [
+        f"imports {config.prefixed('aoti_torch_proxy_executor_call_function')}: 1 op(s) have "
+        "no C shim and need libtorch's proxy executor: aten::embedding_renorm"
+    ]
+    assert unnamed and "an op has no C shim" in unnamed[0] and "aten::" not in unnamed[0]
+
+
 def test_unknown_target_is_one_line() -> None:
     with pytest.raises(ShimkitError, match=r"unknown compile target 'gpu'.*slim-cpu"):
         target_named("gpu")

@@ -417,13 +417,31 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         distances = ctypes.c_void_p()
         s.call(f"aoti_torch_{dev}__cdist_forward", make(base), make(table[:, :3].copy()), F64(2.0),
                None, ctypes.byref(distances))  # fmt: skip
+        # The other large-window pools: max with indices (2-D, 3-D), 3-D average and
+        # adaptive max, adaptive average (2-D, 3-D).
+        clip = x.reshape(2, 3, 4, 4, 4)
+        pooled = [ctypes.c_void_p() for _ in range(9)]
+        k3, s2, p1, d1 = (I64 * 1)(3), (I64 * 1)(2), (I64 * 1)(1), (I64 * 1)(1)
+        k7, p3 = (I64 * 1)(7), (I64 * 1)(3)
+        s.call(f"aoti_torch_{dev}_max_pool2d_with_indices", make(x), k7, one, s2, one, p3, one,
+               d1, one, I32(1), *[ctypes.byref(h) for h in pooled[:2]])  # fmt: skip
+        s.call(f"aoti_torch_{dev}_max_pool3d_with_indices", make(clip), k3, one, s2, one, p1, one,
+               d1, one, I32(0), *[ctypes.byref(h) for h in pooled[2:4]])  # fmt: skip
+        s.call(f"aoti_torch_{dev}_avg_pool3d", make(clip), k3, one, s2, one, p1, one, I32(0),
+               I32(1), None, ctypes.byref(pooled[4]))  # fmt: skip
+        s.call(f"aoti_torch_{dev}_adaptive_max_pool3d", make(clip), (I64 * 3)(2, 3, 1), I64(3),
+               *[ctypes.byref(h) for h in pooled[5:7]])  # fmt: skip
+        s.call(f"aoti_torch_{dev}__adaptive_avg_pool2d", make(x), (I64 * 2)(3, 5), I64(2),
+               ctypes.byref(pooled[7]))  # fmt: skip
+        s.call(f"aoti_torch_{dev}__adaptive_avg_pool3d", make(clip), (I64 * 3)(3, 2, 3), I64(3),
+               ctypes.byref(pooled[8]))  # fmt: skip
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value
         results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
                         s.numpy(peaks), s.numpy(peak_at), s.numpy(scored), s.numpy(nonzero),
                         s.numpy(selected), s.numpy(running), s.numpy(running_at),
-                        s.numpy(distances)]  # fmt: skip
+                        s.numpy(distances), *[s.numpy(h) for h in pooled]]  # fmt: skip
     r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)
@@ -492,17 +510,13 @@ CONV_CASES: dict[str, tuple[Any, ...]] = {
     "pointwise": ((2, 6, 5, 5), (4, 6, 1, 1), True, (1, 1), (0, 0), (1, 1), 1, "input_cl"),
     "conv1d": ((2, 3, 10), (5, 3, 3), True, (2,), (1,), (1,), 1, "nchw"),
     # The fake cuDNN takes 4-D tensors only: 3-D convolutions show the host path.
-    "conv3d": (
-        (2, 3, 4, 5, 6),
-        (4, 3, 3, 2, 3),
-        True,
-        (1, 2, 1),
-        (1, 0, 1),
-        (1, 1, 2),
-        1,
-        "input_cl",
-    ),
-}
+    "conv3d": ((2, 3, 4, 5, 6), (4, 3, 3, 2, 3), True, (1, 2, 1), (1, 0, 1), (1, 1, 2), 1,
+               "input_cl"),
+    # Batch 1, small kernels, one group: ATen's CPU convolution writes this one contiguous
+    # (its slow 3-D kernel), cuDNN channels_last_3d.
+    "conv3d_batch1": ((1, 3, 4, 5, 6), (4, 3, 3, 2, 3), False, (1, 1, 1), (1, 0, 1), (1, 1, 1), 1,
+                      "input_cl"),
+}  # fmt: skip
 
 
 def conv(s: Shims) -> dict[str, Any]:

@@ -203,16 +203,17 @@ def test_host_fallbacks_match_the_cpu_ops(
     assert r["conv_diff"] == 0.0
     assert r["topk_diff"] == 0.0
     # embedding_bag, index_reduce, scatter_reduce, avg_pool2d, adaptive_max_pool2d (values
-    # and indices), baddbmm, nonzero, masked_select, cummax (values and indices) and cdist:
-    # results on the device, equal to the CPU's.
+    # and indices), baddbmm, nonzero, masked_select, cummax (values and indices), cdist,
+    # max_pool2d/3d with indices, avg_pool3d, adaptive_max_pool3d (values and indices) and
+    # adaptive average pooling 2-D and 3-D: results on the device, equal to the CPU's.
     assert (r["embedding_bag_cpu_device"], r["embedding_bag_cuda_device"]) == (0, 1)
-    assert r["host_ops_equal"] == [True] * 12 and r["embedding_bag_sums"]
+    assert r["host_ops_equal"] == [True] * 21 and r["embedding_bag_sums"]
     assert r["pooled_shapes"] == [[2, 3, 3, 3], [2, 3, 3, 3], [2, 3, 3, 3]]
 
 
 def conv_cases(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The 1-D and 2-D cases (the fake cuDNN takes 4-D tensors only)."""
-    return {k: v for k, v in r.items() if isinstance(v, dict) and k != "conv3d"}
+    return {k: v for k, v in r.items() if isinstance(v, dict) and not k.startswith("conv3d")}
 
 
 def test_conv3d_matches_numpy_through_the_host_where_cudnn_refuses_5d(
@@ -225,6 +226,11 @@ def test_conv3d_matches_numpy_through_the_host_where_cudnn_refuses_5d(
     assert case["strides"] == [128, 1, 32, 16, 4]  # NDHWC [2, 4, 4, 2, 4]
     assert (case["on_cudnn"], case["on_host"], case["cudnn_executes"]) == (0, 1, 0)
     assert "cudnnSetFilterNdDescriptor" in case["fallback_reason"], case["fallback_reason"]
+    # Where ATen's CPU and cuDNN rules differ, the host's result is laid out as cuDNN's.
+    batch1 = scenario(cuda_libs, fakes, "conv")["conv3d_batch1"]
+    assert batch1["max_abs_diff"] < 1e-4 and batch1["on_host"] == 1
+    assert batch1["strides"] == [384, 1, 96, 24, 4]  # NDHWC [1, 4, 4, 4, 6]
+    assert not batch1["strides_match_cpu"]  # the CPU shim's own output is contiguous
 
 
 def test_cudnn_convolution_matches_numpy_in_atens_layout(

@@ -59,6 +59,7 @@ FAMILY_SHIMS = {
     "pooling": [
         "aoti_torch_cpu_avg_pool2d",
         "aoti_torch_cpu_adaptive_max_pool2d",
+        "aoti_torch_cpu__adaptive_avg_pool2d",
         "aoti_torch_cpu_baddbmm_out",
     ],
     "detection": [
@@ -66,7 +67,11 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_masked_select",
         "aoti_torch_cpu_cummax",
     ],
-    "video": ["aoti_torch_cpu_convolution"],  # 3-D, plain and transposed
+    "video": [
+        "aoti_torch_cpu_convolution",  # 3-D, plain and transposed
+        "aoti_torch_cpu_avg_pool3d",
+        "aoti_torch_cpu__adaptive_avg_pool3d",
+    ],
 }
 
 

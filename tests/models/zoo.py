@@ -351,11 +351,12 @@ class IndexOps(nn.Module):
 
 
 class PoolingNet(nn.Module):
-    """A CNN with CBAM-style channel attention (average- and max-pooled descriptors),
-    regions average-pooled into tokens, and a baddbmm attention over them with a learned
-    bias. The pooling windows (6x6 and up to 7x7 elements, 17 not a multiple of 3) are
-    larger than Inductor's own loops take (25), so it calls the avg_pool2d and
-    adaptive_max_pool2d fallbacks."""
+    """A CNN with spatial pyramid pooling (9x9 and 13x13 max pools), CBAM-style channel
+    attention (average- and max-pooled descriptors), regions average-pooled into tokens,
+    and a baddbmm attention over them with a learned bias. The pooling windows (6x6 and up
+    to 13x13 elements, 17 not a multiple of 3) are larger than Inductor's own loops take
+    (25), so it calls the avg_pool2d, adaptive_max_pool2d and _adaptive_avg_pool2d
+    fallbacks (the max pools with indices Inductor's C++ backend writes itself)."""
 
     def __init__(self, channels: int = 16, classes: int = 10) -> None:
         super().__init__()
@@ -366,18 +367,24 @@ class PoolingNet(nn.Module):
         self.position_bias = nn.Parameter(torch.randn(9, 9) * 0.1)
         self.fc = nn.Linear(c, classes)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.features(x)  # [n, c, 17, 17]
         c = h.shape[1]
+        # Spatial pyramid pooling: 9x9 and 13x13 max pools, stride 1; the 13x13 one's
+        # argmax positions (as unpooling decoders keep them) are an output.
+        pyramid, where = F.max_pool2d(h, 13, 1, 6, return_indices=True)
+        h = h + F.max_pool2d(h, 9, 1, 4) * 0.5 + pyramid * 0.25
         peaks = F.adaptive_max_pool2d(h, 3)  # [n, c, 3, 3]
-        avg = F.adaptive_avg_pool2d(h, 1).flatten(1)
+        # Regions of 7x5 elements (17 is no multiple of 3 or 5): its own fallback.
+        regions = F.adaptive_avg_pool2d(h, (3, 5)).flatten(2).mean(2)
+        avg = F.adaptive_avg_pool2d(h, 1).flatten(1) + regions
         h = h * torch.sigmoid(self.gate(avg) + self.gate(peaks.amax((2, 3))))[:, :, None, None]
         tokens = F.avg_pool2d(h, 6, 4).flatten(2).transpose(1, 2)  # [n, 9, c]
         scores = torch.baddbmm(
             self.position_bias, self.q(tokens), self.k(tokens).transpose(1, 2), alpha=c**-0.5
         )
         mixed = torch.bmm(scores.softmax(-1), tokens)  # [n, 9, c]
-        return self.fc(mixed.mean(1)), peaks
+        return self.fc(mixed.mean(1)), peaks, where
 
 
 # --- detection-style post-processing: outputs sized by the data ----------------------
@@ -426,17 +433,25 @@ class VideoNet(nn.Module):
         self.up = nn.ConvTranspose3d(2 * c, c, 2, 2, 0, output_padding=(0, 1, 1), dilation=2)
         self.fc = nn.Linear(3 * c, classes)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.stem(x)
         h = F.relu(self.temporal(F.relu(self.spatial(h))) + h.repeat(1, 2, 1, 1, 1))
         d = F.relu(self.depthwise(h))
         up = self.up(d)
+        # 3-D pools with windows over 25 elements (Inductor's fallbacks): a 3x3x3 max with
+        # stride 1 and its argmax positions, a 3x3x3 average with stride 2, adaptive max
+        # and average pools.
+        peaks, where = F.max_pool3d(h, 3, 1, 1, return_indices=True)
+        h = h + peaks
+        half = h.shape[1] // 2
+        coarse, coarse_at = F.adaptive_max_pool3d(h, (1, 2, 2), return_indices=True)
+        regions = F.adaptive_avg_pool3d(h, (2, 4, 4)).mean((2, 3, 4))
         pooled = torch.cat(
-            [F.adaptive_avg_pool3d(h, 1).flatten(1)[:, : h.shape[1] // 2],
-             F.adaptive_avg_pool3d(d, 1).flatten(1)],
+            [coarse.flatten(1)[:, :half] + F.avg_pool3d(h, 3, 2, 1).mean((2, 3, 4))[:, :half],
+             F.adaptive_avg_pool3d(d, 1).flatten(1) + regions],
             1,
         )  # fmt: skip
-        return self.fc(pooled), up
+        return self.fc(pooled), up, where, coarse_at
 
 
 # --- reduced precision --------------------------------------------------------------

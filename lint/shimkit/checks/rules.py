@@ -9,7 +9,7 @@ is the catalogue; tests/lint/test_rules.py keeps the two in step.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from shimkit.checks.known_shims import shim_prefix
@@ -191,16 +191,23 @@ def _missing_entry_points(image: ElfImage, context: LintContext, role: Role) -> 
             yield rule.finding(image, alternatives[0], f"does not export {wanted}", wanted)
 
 
+def proxy_executor_message(symbol: str, ops: Sequence[str] = ()) -> str:
+    """SK009's message; `ops` names the ops where the package lists them (the node list
+    AOTInductor packs beside the blob: `shimkit.aot.pt2.proxy_executor_ops`)."""
+    if not ops:
+        return f"imports {symbol}: an op has no C shim and needs libtorch's proxy executor"
+    return (
+        f"imports {symbol}: {len(ops)} op(s) have no C shim and need libtorch's proxy "
+        f"executor: {', '.join(ops)}"
+    )
+
+
 def _needs_proxy_executor(image: ElfImage, context: LintContext, role: Role) -> Iterator[Finding]:
     rule = RULES_BY_ID["SK009"]
     prefixed = context.config.prefixed(PROXY_EXECUTOR_SHIM)
     for symbol in image.imports:
         if symbol.name in (PROXY_EXECUTOR_SHIM, prefixed):
-            yield rule.finding(
-                image,
-                symbol.name,
-                f"imports {symbol.name}: an op has no C shim and needs libtorch's proxy executor",
-            )
+            yield rule.finding(image, symbol.name, proxy_executor_message(symbol.name))
 
 
 _ELF_HOUSEKEEPING = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})

@@ -7,7 +7,8 @@ they all lint the same way.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shimkit.checks.engine import LintResult, lint_set
@@ -51,6 +52,31 @@ def iter_inputs(
         yield from iter_images(list(paths), follow_symlinks=follow_symlinks, progress=progress)
 
 
+def name_proxy_executor_ops(result: LintResult) -> None:
+    """SK009 findings of blobs inside a .pt2 name the ops left to libtorch's proxy
+    executor, from the node list AOTInductor packs beside each blob (the names compile
+    gives too); a package without that list keeps the rule's own message."""
+    from shimkit.aot.pt2 import proxy_executor_ops
+    from shimkit.checks.rules import proxy_executor_message
+    from shimkit.errors import ShimkitError
+
+    listed: dict[str, dict[str, list[str]]] = {}
+    for artifact in result.artifacts:
+        for i, finding in enumerate(artifact.findings):
+            container, sep, member = finding.location.partition("!")
+            if finding.rule_id != "SK009" or not sep or not container.endswith(".pt2"):
+                continue
+            if container not in listed:
+                try:
+                    listed[container] = proxy_executor_ops(Path(container))
+                except ShimkitError:
+                    listed[container] = {}  # unreadable here: the rule's message stands
+            ops = listed[container].get(member)
+            if ops and finding.symbol:
+                message = proxy_executor_message(finding.symbol, ops)
+                artifact.findings[i] = replace(finding, message=message)
+
+
 def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
     """Lint `options.paths` together (one provider closure) and return the result."""
     from shimkit.checks.reference import load_reference
@@ -81,6 +107,7 @@ def run_lint(config: ShimConfig, options: LintOptions) -> LintResult:
         options.paths, follow_symlinks=options.follow_symlinks, progress=options.progress
     )
     result = lint_set(images, context, providers=providers)
+    name_proxy_executor_ops(result)
     result.problems.extend(provider_errors)
     if not result.artifacts and not result.problems:
         # an empty directory or a mistyped bazel-bin path must not pass silently
