@@ -147,6 +147,15 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, 
                                                          int64_t dim, int32_t descending,
                                                          AtenTensorHandle* ret0,
                                                          AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self, int64_t k, int64_t dim,
+                                                      int32_t keepdim, AtenTensorHandle* ret0,
+                                                      AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_mode(AtenTensorHandle self, int64_t dim,
+                                                  int32_t keepdim, AtenTensorHandle* ret0,
+                                                  AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_median(AtenTensorHandle self, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_nanmedian(AtenTensorHandle self,
+                                                       AtenTensorHandle* ret0);
 
 // Pooling with windows too large for Inductor's own loops (shim_pool.cpp).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_avg_pool2d(

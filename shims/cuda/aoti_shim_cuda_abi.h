@@ -68,6 +68,16 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self,
                                                           int64_t dim, int32_t descending,
                                                           AtenTensorHandle* ret0,
                                                           AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_kthvalue(AtenTensorHandle self, int64_t k,
+                                                       int64_t dim, int32_t keepdim,
+                                                       AtenTensorHandle* ret0,
+                                                       AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self, int64_t dim,
+                                                   int32_t keepdim, AtenTensorHandle* ret0,
+                                                   AtenTensorHandle* ret1);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_median(AtenTensorHandle self, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_nanmedian(AtenTensorHandle self,
+                                                        AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag(
     AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets,
     int32_t scale_grad_by_freq, int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights,

@@ -41,6 +41,44 @@ AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stabl
   });
 }
 
+AOTITorchError aoti_torch_cuda_kthvalue(AtenTensorHandle self, int64_t k, int64_t dim,
+                                        int32_t keepdim, AtenTensorHandle* ret0,
+                                        AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "kthvalue"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_kthvalue(host(self), k, dim, keepdim, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self, int64_t dim, int32_t keepdim,
+                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<2>(cu::cuda_device_of(self, "mode"), {ret0, ret1}, [&](auto& out) {
+      return aoti_torch_cpu_mode(host(self), dim, keepdim, &out[0].h, &out[1].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_median(AtenTensorHandle self, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "median"), {ret0},
+                           [&](auto& out) { return aoti_torch_cpu_median(host(self), &out[0].h); });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_nanmedian(AtenTensorHandle self, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "nanmedian"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_nanmedian(host(self), &out[0].h);
+    });
+  });
+}
+
 AOTITorchError aoti_torch_cuda__embedding_bag(AtenTensorHandle weight, AtenTensorHandle indices,
                                               AtenTensorHandle offsets, int32_t scale_grad_by_freq,
                                               int64_t mode, int32_t sparse,

@@ -435,6 +435,15 @@ def fallbacks(s: Shims) -> dict[str, Any]:
                ctypes.byref(pooled[7]))  # fmt: skip
         s.call(f"aoti_torch_{dev}__adaptive_avg_pool3d", make(clip), (I64 * 3)(3, 2, 3), I64(3),
                ctypes.byref(pooled[8]))  # fmt: skip
+        # Order statistics: kthvalue and mode along a dim, the whole tensor's medians.
+        ordered = [ctypes.c_void_p() for _ in range(6)]
+        s.call(f"aoti_torch_{dev}_kthvalue", make(base), I64(2), I64(1), I32(0),
+               *[ctypes.byref(h) for h in ordered[:2]])  # fmt: skip
+        s.call(f"aoti_torch_{dev}_mode", make(np.round(base)), I64(0), I32(1),
+               *[ctypes.byref(h) for h in ordered[2:4]])  # fmt: skip
+        s.call(f"aoti_torch_{dev}_median", make(base), ctypes.byref(ordered[4]))
+        s.call(f"aoti_torch_{dev}_nanmedian", make(base), ctypes.byref(ordered[5]))
+        pooled += ordered
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value

@@ -327,7 +327,8 @@ class Recommender(nn.Module):
 
 class IndexOps(nn.Module):
     """scatter_reduce, scatter_add, index_reduce, cumprod, logcumsumexp, searchsorted,
-    bucketize and topk on a small projection of the input."""
+    bucketize, topk and the order statistics (kthvalue, mode, median, nanmedian) on a small
+    projection of the input."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -344,7 +345,13 @@ class IndexOps(nn.Module):
         sorted_y, _ = torch.sort(y, dim=1)
         pos = torch.searchsorted(sorted_y, y), torch.bucketize(y, self.edges, right=True)
         top = torch.topk(y, 2, dim=1)
-        return amax, mean, added, prod, *cum, *pos, top.values, top.indices
+        second = torch.kthvalue(y, 2, dim=1)
+        common = torch.mode(torch.round(y * 2), dim=0)
+        centred = y - y.median() + y.nanmedian()
+        return (
+            amax, mean, added, prod, *cum, *pos, top.values, top.indices, second.values,
+            second.indices, common.values, common.indices, centred,
+        )  # fmt: skip
 
 
 # --- pooling and attention fallbacks of older architectures -------------------------
