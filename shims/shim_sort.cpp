@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "shims/scalar_types.h"
@@ -100,6 +101,13 @@ SlimTensor drop_dim(const SlimTensor& t, int64_t dim) {
   strides.erase(strides.begin() + dim);
   return t.view(sizes.data(), strides.data(), static_cast<int64_t>(sizes.size()),
                 t.storage_offset());
+}
+
+// The ABI's two results of a reduction along `dim`, dim dropped unless keepdim.
+void hand_out(Reduced out, int64_t dim, bool keepdim, AtenTensorHandle* ret0,
+              AtenTensorHandle* ret1) {
+  *ret0 = to_handle(keepdim ? std::move(out.values) : drop_dim(out.values, dim));
+  *ret1 = to_handle(keepdim ? std::move(out.indices) : drop_dim(out.indices, dim));
 }
 
 // Calls `pick(slice, order) -> position` for every slice of `self` along
@@ -304,8 +312,7 @@ AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self, int64_t k, int64_t
     shimkit::dispatch_numeric(t.dtype(), "kthvalue", [&](auto tag) {
       shimkit::kth_smallest<decltype(tag)>(t, d, k, out);
     });
-    *ret0 = to_handle(keepdim != 0 ? out.values : shimkit::drop_dim(out.values, d));
-    *ret1 = to_handle(keepdim != 0 ? out.indices : shimkit::drop_dim(out.indices, d));
+    shimkit::hand_out(std::move(out), d, keepdim != 0, ret0, ret1);
   });
 }
 
@@ -320,8 +327,7 @@ AOTITorchError aoti_torch_cpu_mode(AtenTensorHandle self, int64_t dim, int32_t k
     shimkit::Reduced out = shimkit::reduced_outputs(t, d);
     shimkit::dispatch_numeric_or_bool(
         t.dtype(), "mode", [&](auto tag) { shimkit::most_frequent<decltype(tag)>(t, d, out); });
-    *ret0 = to_handle(keepdim != 0 ? out.values : shimkit::drop_dim(out.values, d));
-    *ret1 = to_handle(keepdim != 0 ? out.indices : shimkit::drop_dim(out.indices, d));
+    shimkit::hand_out(std::move(out), d, keepdim != 0, ret0, ret1);
   });
 }
 

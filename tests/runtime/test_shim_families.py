@@ -747,10 +747,12 @@ def convolution(
 TRANSPOSED_CASES = [(2, 1, 1, 1, 1), (1, 0, 1, 0, 1), (2, 1, 2, 1, 2), (3, 2, 1, 2, 4)]
 
 
+@pytest.mark.parametrize("dims", [2, 3], ids=["2d", "3d"])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize(("stride", "padding", "dilation", "out_pad", "groups"), TRANSPOSED_CASES)
 def test_transposed_convolution_matches_aten(
     sh: TorchShims,
+    dims: int,
     channels_last: bool,
     stride: int,
     padding: int,
@@ -758,14 +760,16 @@ def test_transposed_convolution_matches_aten(
     out_pad: int,
     groups: int,
 ) -> None:
+    """nn.ConvTranspose2d/3d's call, in ATen's memory format (channels_last_3d only where
+    ATen runs the 3-D one on oneDNN)."""
     torch.manual_seed(stride + padding + groups)
-    x = torch.randn(2, 8, 5, 6)
-    w, b = torch.randn(8, 12 // groups, 3, 3), torch.randn(12)
+    x = torch.randn(2, 8, 5, 6) if dims == 2 else torch.randn(1, 8, 3, 4, 5)
+    w = torch.randn(8, 12 // groups, *([3, 3] if dims == 2 else [3, 2, 3]))
+    b = torch.randn(12)
     if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    want = torch.ops.aten.convolution(
-        x, w, b, [stride] * 2, [padding] * 2, [dilation] * 2, True, [out_pad] * 2, groups
-    )
+        x = x.contiguous(memory_format=torch.channels_last if dims == 2 else torch.channels_last_3d)
+    spatial = [[v] * dims for v in (stride, padding, dilation, out_pad)]
+    want = torch.ops.aten.convolution(x, w, b, *spatial[:3], True, spatial[3], groups)
     got = convolution(sh, x, w, b, padding, groups, stride, dilation, out_pad)
     assert_same_tensor(got, want, rtol=1e-4)
 
@@ -821,29 +825,6 @@ def test_conv3d_matches_aten_values_and_strides(
         x, w, b, [stride] * 3, [padding] * 3, [dilation] * 3, False, [0] * 3, groups
     )
     got = convolution(sh, x, w, b, padding, groups, stride, dilation)
-    assert_same_tensor(got, want, rtol=1e-4)
-
-
-@pytest.mark.parametrize("channels_last", [False, True], ids=["ncdhw", "ndhwc"])
-@pytest.mark.parametrize(("stride", "padding", "dilation", "out_pad", "groups"), TRANSPOSED_CASES)
-def test_transposed_conv3d_matches_aten(
-    sh: TorchShims,
-    channels_last: bool,
-    stride: int,
-    padding: int,
-    dilation: int,
-    out_pad: int,
-    groups: int,
-) -> None:
-    torch.manual_seed(stride + padding + groups)
-    x = torch.randn(1, 8, 3, 4, 5)
-    w, b = torch.randn(8, 12 // groups, 3, 2, 3), torch.randn(12)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last_3d)
-    want = torch.ops.aten.convolution(
-        x, w, b, [stride] * 3, [padding] * 3, [dilation] * 3, True, [out_pad] * 3, groups
-    )
-    got = convolution(sh, x, w, b, padding, groups, stride, dilation, out_pad)
     assert_same_tensor(got, want, rtol=1e-4)
 
 
