@@ -1,7 +1,8 @@
 // Convolution geometry shared by the CPU convolution (shim_conv.cpp) and the
 // cuDNN one (cuda/cudnn_conv.cpp): argument checks, the output shape, and
-// the output memory format, for 1-D, 2-D and 3-D convolutions. Both must agree with ATen, and with
-// each other, because a blob reads the result with the strides it expects.
+// the output memory format, for 1-D, 2-D and 3-D convolutions. Both must
+// agree with ATen, and with each other, because a blob reads the result with
+// the strides it expects.
 #ifndef SHIMKIT_SHIMS_CONV_GEOMETRY_H_
 #define SHIMKIT_SHIMS_CONV_GEOMETRY_H_
 
@@ -108,8 +109,10 @@ struct ConvShape {
 enum class ConvBackend { kCpu, kCudnn };
 
 // True where ATen runs a CPU convolution of float32 tensors on oneDNN (its
-// use_mkldnn heuristic, for a process of more than one thread, which is what
-// a blob was compiled in); elsewhere it runs its own slow kernels.
+// use_mkldnn heuristic); elsewhere it runs its own slow kernels. Assumes the
+// blob was compiled in a process of more than one thread (torch's default on
+// a multi-core machine): with one thread ATen also leaves unstrided,
+// undilated 1x1 convolutions of batches under 16 to its slow kernels.
 // `output_padding` is null for a plain convolution.
 inline bool aten_cpu_conv_on_onednn(const ConvShape& s, const ConvParams& p,
                                     const int64_t* output_padding) {
@@ -123,8 +126,8 @@ inline bool aten_cpu_conv_on_onednn(const ConvShape& s, const ConvParams& p,
 }
 
 // Checks shared by plain and transposed convolutions (`output_padding` null
-// for plain ones): dtypes, ranks, and the spatial parameters. Fills is_1d,
-// spatial, n, c, in, kernel, groups and channels_last.
+// for plain ones): ranks and the spatial parameters. Fills is_1d, spatial, n,
+// c, in, kernel, groups and channels_last.
 inline ConvShape conv_common(const SlimTensor& input_in, const SlimTensor& weight_in,
                              const ConvParams& p, int64_t groups, const int64_t* output_padding,
                              ConvBackend backend, const char* what) {
