@@ -89,6 +89,10 @@ struct ConvShape {
   // [N, C, *spatial] of the lifted input and [N, OC, *spatial] of the output.
   std::vector<int64_t> input_sizes() const { return with_spatial({n, c}, in); }
   std::vector<int64_t> output_sizes() const { return with_spatial({n, oc}, out); }
+  // [N, OC, *spatial] with spatial sizes `within` (depth, height, width).
+  std::vector<int64_t> output_sizes_within(const int64_t* within) const {
+    return with_spatial({n, oc}, within);
+  }
   // Dense strides for `sizes` in this convolution's memory format.
   std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes) const {
     return channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);

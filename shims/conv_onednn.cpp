@@ -98,6 +98,11 @@ struct ConvPlan {
   dnnl_memory_desc_t src{}, dst{}, weight{}, bias{}, scratch{};
   bool reorder_src = false, reorder_dst = false, reorder_weight = false;
   Reorder src_in, dst_out, weight_in;
+  // A transposed convolution whose output padding exceeds its padding: the
+  // primitive writes the first `reach` elements of each spatial dim (depth,
+  // height, width), the ones any input reaches; the rest hold the bias alone.
+  bool has_tail = false;
+  int64_t reach[kConvDims] = {};
 };
 
 std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, bool has_bias,
@@ -105,7 +110,22 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
                                     const ConvTranspose* transpose) {
   auto plan = std::make_unique<ConvPlan>();
   const std::vector<int64_t> src_dims = s.input_sizes();
-  const std::vector<int64_t> dst_dims = s.output_sizes();
+  // ATen's right padding of a transposed convolution is its padding less the
+  // output padding; oneDNN 2 refuses it negative. The output elements past
+  // that padding are reached by no input: the primitive runs with no right
+  // padding into the output's leading part (a view of the same memory), and
+  // the caller writes the rest (fill_tail).
+  std::copy(s.out, s.out + kConvDims, plan->reach);
+  if (transpose != nullptr) {
+    for (int d = 0; d < kConvDims; ++d) {
+      const int64_t beyond = transpose->output_padding[d] - p.padding[d];
+      if (beyond > 0) {
+        plan->reach[d] -= beyond;
+        plan->has_tail = true;
+      }
+    }
+  }
+  const std::vector<int64_t> dst_dims = s.output_sizes_within(plan->reach);
   plan->src_user = strided_desc(src_dims, s.dense_strides(src_dims));
   plan->dst_user = strided_desc(dst_dims, s.out_strides);
   plan->weight_user = weight_user;
@@ -120,7 +140,7 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
   // oneDNN's spatial parameters: dilation counts the gaps (ATen's minus one);
   // right padding is ideep's for a convolution (exactly what the
   // floor-divided output size uses) and ATen's for a transposed one (the
-  // padding less output_padding).
+  // padding less output_padding, at least 0: see `reach` above).
   dnnl_dims_t strides{}, dilates{}, pad_l{}, pad_r{};
   for (int i = 0; i < s.spatial; ++i) {
     const int d = kConvDims - s.spatial + i;
@@ -128,12 +148,10 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
     dilates[i] = p.dilation[d] - 1;
     pad_l[i] = p.padding[d];
     const int64_t extent = (s.kernel[d] - 1) * p.dilation[d] + 1;
-    pad_r[i] = transpose == nullptr ? (s.out[d] - 1) * p.stride[d] + extent - s.in[d] - p.padding[d]
-                                    : p.padding[d] - transpose->output_padding[d];
+    pad_r[i] = transpose == nullptr
+                   ? (s.out[d] - 1) * p.stride[d] + extent - s.in[d] - p.padding[d]
+                   : std::max<int64_t>(p.padding[d] - transpose->output_padding[d], 0);
   }
-  // oneDNN 2 refuses negative right padding (a transposed convolution whose
-  // output padding exceeds its padding): the caller's own kernel runs those.
-  if (std::any_of(pad_r, pad_r + s.spatial, [](int64_t v) { return v < 0; })) return nullptr;
   const dnnl_memory_desc_t* bias_arg = has_bias ? &bias_md : nullptr;
   dnnl_convolution_desc_t desc;
   if (transpose == nullptr) {
@@ -417,6 +435,31 @@ bool dense_as(const SlimTensor& t, const std::vector<int64_t>& canonical) {
   return true;
 }
 
+// Writes the bias (or 0) to the output elements past `reach` in any spatial
+// dim: those no input of a transposed convolution reaches.
+void fill_tail(const SlimTensor& out, const ConvShape& s, const int64_t reach[kConvDims],
+               const SlimTensor* bias) {
+  float* o = static_cast<float*>(out.data_ptr());
+  const auto& st = out.strides();
+  int64_t at[kConvDims] = {0, 0, 0};  // spatial strides, depth first (0 for 4-D depth)
+  for (int i = 0; i < s.spatial; ++i) at[kConvDims - s.spatial + i] = st[2 + i];
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t c = 0; c < s.oc; ++c) {
+      const float value = bias != nullptr ? static_cast<const float*>(bias->data_ptr())[c] : 0.0f;
+      float* plane = o + n * st[0] + c * st[1];
+      for (int64_t z = 0; z < s.out[0]; ++z) {
+        for (int64_t y = 0; y < s.out[1]; ++y) {
+          for (int64_t x = 0; x < s.out[2]; ++x) {
+            if (z >= reach[0] || y >= reach[1] || x >= reach[2]) {
+              plane[z * at[0] + y * at[1] + x * at[2]] = value;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
@@ -484,6 +527,7 @@ bool onednn_convolution(const SlimTensor& input_in, const SlimTensor& weight,
   execute(plan->conv.get(), args, plan->scratch, "convolution");
   if (plan->reorder_dst) plan->dst_out.run(dst_mem, dst_user.get(), "output reorder");
   onednn_check(onednn().dnnl_stream_wait(thread_stream()), "stream wait");
+  if (plan->has_tail) fill_tail(out, s, plan->reach, bias != nullptr ? &bias_dense : nullptr);
   return true;
 }
 
