@@ -707,23 +707,25 @@ def test_reduced_precision_gemms_match_aten(sh: TorchShims, dtype: torch.dtype) 
     torch.testing.assert_close(out3, torch.bmm(a3, b3), rtol=tol, atol=tol)
 
 
-def convolution(
+def call_convolution(
     sh: TorchShims,
     x: torch.Tensor,
     w: torch.Tensor | Handle,
-    b: torch.Tensor | None,
+    b: torch.Tensor | None = None,
     padding: int = 1,
     groups: int = 1,
     stride: int = 1,
     dilation: int = 1,
     output_padding: int | None = None,
-) -> torch.Tensor:
-    """A convolution through the shim (1-D, 2-D or 3-D, from x's rank); transposed when
+    spatial: int | None = None,
+) -> tuple[int, Handle]:
+    """The shim's return code and result for a convolution (1-D, 2-D or 3-D, from x's
+    rank unless `spatial` says how many values each list has); transposed when
     `output_padding` is given; `w` a tensor or a shim handle."""
     bias_h = sh.tensor(b) if b is not None else None
-    spatial = x.dim() - 2
+    spatial = x.dim() - 2 if spatial is None else spatial
     out = Handle()
-    sh.ok(
+    rc = sh.call(
         "aoti_torch_cpu_convolution",
         sh.tensor(x),
         w if isinstance(w, Handle) else sh.tensor(w),
@@ -740,6 +742,23 @@ def convolution(
         ctypes.c_int64(groups),
         ctypes.byref(out),
     )
+    return rc, out
+
+
+def convolution(
+    sh: TorchShims,
+    x: torch.Tensor,
+    w: torch.Tensor | Handle,
+    b: torch.Tensor | None,
+    padding: int = 1,
+    groups: int = 1,
+    stride: int = 1,
+    dilation: int = 1,
+    output_padding: int | None = None,
+) -> torch.Tensor:
+    """call_convolution's result as a tensor; the test fails if the shim does."""
+    rc, out = call_convolution(sh, x, w, b, padding, groups, stride, dilation, output_padding)
+    assert rc == 0, f"aoti_torch_cpu_convolution failed: {sh.error()}"
     return sh.torch(out)
 
 
@@ -780,24 +799,7 @@ def test_transposed_convolution_1d_and_bad_output_padding(sh: TorchShims) -> Non
     want = torch.nn.functional.conv_transpose1d(x, w, None, stride=2, padding=2, output_padding=1)
     got = convolution(sh, x, w, None, padding=2, stride=2, output_padding=1)
     assert_same_tensor(got, want, rtol=1e-4)
-    out = Handle()
-    rc = sh.call(
-        "aoti_torch_cpu_convolution",
-        sh.tensor(x),
-        sh.tensor(w),
-        None,
-        ints(2),
-        ctypes.c_int64(1),
-        ints(0),
-        ctypes.c_int64(1),
-        ints(1),
-        ctypes.c_int64(1),
-        ctypes.c_int32(1),
-        ints(2),
-        ctypes.c_int64(1),
-        ctypes.c_int64(1),
-        ctypes.byref(out),
-    )
+    rc, _ = call_convolution(sh, x, w, padding=0, stride=2, output_padding=2)
     assert rc == 1 and "output_padding must be smaller" in sh.error()
 
 
@@ -871,25 +873,7 @@ def test_convolution_refuses_other_ranks(
 ) -> None:
     """A rank the shims do not convolve is refused with one line (never read past the
     parameter lists, whose length follows the input's rank)."""
-    spatial = max(x.dim() - 2, 1)
-    out = Handle()
-    rc = sh.call(
-        "aoti_torch_cpu_convolution",
-        sh.tensor(x),
-        sh.tensor(w),
-        None,
-        ints(*[1] * spatial),
-        ctypes.c_int64(spatial),
-        ints(*[0] * spatial),
-        ctypes.c_int64(spatial),
-        ints(*[1] * spatial),
-        ctypes.c_int64(spatial),
-        ctypes.c_int32(0),
-        ints(*[0] * spatial),
-        ctypes.c_int64(spatial),
-        ctypes.c_int64(1),
-        ctypes.byref(out),
-    )
+    rc, _ = call_convolution(sh, x, w, padding=0, spatial=max(x.dim() - 2, 1))
     assert rc == 1 and message in sh.error(), sh.error()
 
 
