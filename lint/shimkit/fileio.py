@@ -308,16 +308,25 @@ def stop_children(grace: float = 2.0, carrying: str | None = None) -> None:
     `carrying` exists: Python's subprocess.run SIGKILLs its child (a gcc driver) when
     Ctrl-C unwinds through it, before we get here, and the driver's cc1plus is then
     init's child, found only by the private TMPDIR it inherited. Then every frozen
-    process gets SIGTERM and SIGCONT; what is still there after `grace` s gets SIGKILL.
+    process gets SIGTERM and SIGCONT; what is still there after `grace` s gets SIGKILL,
+    and the call returns once they are gone (at most a few seconds more).
     """
     frozen: list[int] = []
+    quiet_scans = 0
     while True:
         found = _descendants(_process_table(), os.getpid())
         if carrying is not None:
             found += _carrying(carrying)
         fresh = [p for p in dict.fromkeys(found) if p not in frozen and p != os.getpid()]
         if not fresh:
-            break
+            # A process caught between fork and exec may not show its environment for a
+            # moment: done only after two scans in a row find nothing new.
+            quiet_scans += 1
+            if quiet_scans == 2:
+                break
+            time.sleep(0.01)
+            continue
+        quiet_scans = 0
         for pid in fresh:
             with suppress(OSError):
                 os.kill(pid, signal.SIGSTOP)
@@ -335,6 +344,11 @@ def stop_children(grace: float = 2.0, carrying: str | None = None) -> None:
     for pid in pending:
         with suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    for pid in pending:
-        with suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+    # A SIGKILLed process is not gone at once (on a loaded machine it may still run for a
+    # moment, writing into the folder the caller removes next): wait until each is, up to
+    # a few seconds (_gone reaps our own children).
+    deadline = time.monotonic() + 5.0
+    while pending and time.monotonic() < deadline:
+        pending = [pid for pid in pending if not _gone(pid)]
+        if pending:
+            time.sleep(0.01)

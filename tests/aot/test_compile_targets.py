@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from shimkit.aot.compile import blob_problems, problems_line
-from shimkit.aot.pt2 import proxy_executor_ops
 from shimkit.aot.targets import TARGETS, provided_names, target_named
+from shimkit.checks.companions import proxy_executor_ops
 from shimkit.config import ShimConfig
 from shimkit.elf import ElfImage, Symbol
 from shimkit.errors import ShimkitError

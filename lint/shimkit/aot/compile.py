@@ -32,10 +32,11 @@ from shimkit.aot.inductor_options import (
 )
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
-from shimkit.aot.pt2 import proxy_executor_ops, read_blobs, read_wrapper_sources
+from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
 from shimkit.checks.blob import blob_findings, describe, read_blob_image
+from shimkit.checks.companions import proxy_executor_ops
 from shimkit.checks.model import Finding
 from shimkit.config import ShimConfig, load_config
 from shimkit.elf import ElfImage

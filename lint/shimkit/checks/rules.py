@@ -193,7 +193,7 @@ def _missing_entry_points(image: ElfImage, context: LintContext, role: Role) -> 
 
 def proxy_executor_message(symbol: str, ops: Sequence[str] = ()) -> str:
     """SK009's message; `ops` names the ops where the package lists them (the node list
-    AOTInductor packs beside the blob: `shimkit.aot.pt2.proxy_executor_ops`)."""
+    AOTInductor packs beside the blob: `shimkit.checks.companions.proxy_executor_ops`)."""
     if not ops:
         return f"imports {symbol}: an op has no C shim and needs libtorch's proxy executor"
     return (

@@ -56,7 +56,7 @@ def name_proxy_executor_ops(result: LintResult) -> None:
     """SK009 findings of blobs inside a .pt2 name the ops left to libtorch's proxy
     executor, from the node list AOTInductor packs beside each blob (the names compile
     gives too); a package without that list keeps the rule's own message."""
-    from shimkit.aot.pt2 import proxy_executor_ops
+    from shimkit.checks.companions import proxy_executor_ops
     from shimkit.checks.rules import proxy_executor_message
     from shimkit.errors import ShimkitError
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from shimkit.elf import ELF_MAGIC
 
 AR_MAGIC = b"!<arch>\n"
@@ -42,3 +44,8 @@ def in_pt2_blob_dir(member: str) -> bool:
 def is_pt2_blob(member: str) -> bool:
     """True for a compiled model shared object of a .pt2 (by its member name)."""
     return in_pt2_blob_dir(member) and member.endswith(".so")
+
+
+def pt2_blob_names(members: Iterable[str]) -> list[str]:
+    """The compiled model shared objects among a .pt2's member names, sorted."""
+    return sorted(name for name in members if is_pt2_blob(name))

@@ -15,7 +15,7 @@ import numpy as np
 
 from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
-from shimkit.inputs.kinds import is_pt2_blob
+from shimkit.inputs.kinds import pt2_blob_names
 from shimkit.inputs.zipc import ZipMemberError, read_member
 from shimkit.runtime.stand_ins import stand_in_constants
 
@@ -142,7 +142,7 @@ def _from_pt2(path: Path) -> BlobSource:
                 f"{path}: weights stored outside the blob ({external[0]}) are not supported; "
                 "package constants in the .so (Inductor's default)"
             )
-        blobs = [n for n in names if is_pt2_blob(n)]
+        blobs = pt2_blob_names(names)
         if len(blobs) != 1:
             found = ", ".join(blobs) or "none"
             raise ShimkitError(f"{path}: expected exactly one AOTInductor blob .so, found {found}")
