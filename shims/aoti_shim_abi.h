@@ -135,6 +135,9 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out,
                                                          AtenTensorHandle batch1,
                                                          AtenTensorHandle batch2, double beta,
                                                          double alpha);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                                    AtenTensorHandle batch2, double beta,
+                                                    double alpha, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
     int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
@@ -201,6 +204,8 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__adaptive_avg_pool3d(AtenTensorHand
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x1,
                                                             AtenTensorHandle x2, double p,
                                                             int64_t* compute_mode,
+                                                            AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle self, double p,
                                                             AtenTensorHandle* ret0);
 
 // Selections sized by the data (shim_select.cpp).

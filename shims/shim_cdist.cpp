@@ -1,6 +1,6 @@
-// Slim CPU pairwise distances: _cdist_forward (torch.cdist), which Inductor
-// leaves to a fallback. x1 [*, R1, M] and x2 [*, R2, M] give [*, R1, R2], the
-// batch dimensions broadcast. As ATen's CPU kernel: p = 0 counts differing
+// Slim CPU pairwise distances: _cdist_forward (torch.cdist) and
+// _pdist_forward (F.pdist), which Inductor leaves to fallbacks. x1 [*, R1, M] and x2 [*, R2, M]
+// give [*, R1, R2], the batch dimensions broadcast. As ATen's CPU kernel: p = 0 counts differing
 // coordinates, 1 sums absolute differences, inf takes the largest, other p
 // take the p-norm; for p = 2 with more than 25 rows on a side (or
 // compute_mode 1, never with 2) the distance comes from dot products,
@@ -132,6 +132,40 @@ SlimTensor run_cdist(const SlimTensor& x1, const SlimTensor& x2, double p,
   return out;
 }
 
+// F.pdist: the distances between rows i < j of an [N, M] input, in row-major
+// order of (i, j), N * (N - 1) / 2 of them; computed directly for every p (as
+// ATen's pdist kernel does: no dot-product form).
+SlimTensor run_pdist(const SlimTensor& x, double p) {
+  if (x.dim() != 2)
+    throw ShimError("pdist: expected a 2-D input, got " + std::to_string(x.dim()) + "-D");
+  if (x.dtype() != dtype::kFloat32 && x.dtype() != dtype::kFloat64) {
+    throw ShimError(std::string("pdist: only float32 and float64, got ") + dtype_name(x.dtype()));
+  }
+  if (!(p >= 0)) throw ShimError("pdist: p must be non-negative");
+  const int64_t n = x.sizes()[0], m = x.sizes()[1];
+  const int64_t count = n * (n - 1) / 2;
+  SlimTensor out =
+      SlimTensor::empty(&count, nullptr, 1, x.dtype(), x.device_type(), x.device_index());
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = static_cast<const T*>(x.data_ptr());
+    T* dst = static_cast<T*>(out.data_ptr());
+    const int64_t row = x.strides()[0], col = x.strides()[1];
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = i + 1; j < n; ++j) {
+        dst[k++] = m == 0 ? T(0) : distance<T>(a + i * row, col, a + j * row, col, m, p, false);
+      }
+    }
+  };
+  if (x.dtype() == dtype::kFloat32) {
+    run(float{});
+  } else {
+    run(double{});
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace shimkit
 
@@ -143,6 +177,14 @@ AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x1, AtenTensorHand
     shimkit::check_out(ret0);
     *ret0 = shimkit::to_handle(
         shimkit::run_cdist(shimkit::as_tensor(x1), shimkit::as_tensor(x2), p, compute_mode));
+  });
+}
+
+AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle self, double p,
+                                             AtenTensorHandle* ret0) {
+  return SHIMKIT_GUARD({
+    shimkit::check_out(ret0);
+    *ret0 = shimkit::to_handle(shimkit::run_pdist(shimkit::as_tensor(self), p));
   });
 }
 

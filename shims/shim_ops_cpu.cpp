@@ -251,6 +251,22 @@ void baddbmm(const SlimTensor& o, const SlimTensor& s, const SlimTensor& a, cons
   }
 }
 
+// out = beta * self + alpha * sum_i a[i] @ b[i]: the first product through
+// addmm (self broadcast), the others accumulated into out.
+void addbmm(const SlimTensor& o, const SlimTensor& s, const SlimTensor& a, const SlimTensor& b,
+            double beta, double alpha) {
+  if (a.dim() != 3 || b.dim() != 3) throw ShimError("addbmm needs 3-D batch1 and batch2");
+  const int64_t batch = a.sizes()[0];
+  if (b.sizes()[0] != batch) throw ShimError("addbmm batch mismatch");
+  if (batch == 0) throw ShimError("addbmm: empty batch");
+  const auto batch_view = [](const SlimTensor& t, int64_t i) {
+    return t.view(t.sizes().data() + 1, t.strides().data() + 1, 2,
+                  t.storage_offset() + i * t.strides()[0]);
+  };
+  addmm(o, s, batch_view(a, 0), batch_view(b, 0), beta, alpha);
+  for (int64_t i = 1; i < batch; ++i) gemm(batch_view(a, i), batch_view(b, i), o, alpha, 1.0);
+}
+
 // Runs `op(out, operands...)`; float16/bfloat16 ones on float32 copies, the
 // result rounded back into `out` once.
 template <typename Op, typename... T>
@@ -265,6 +281,22 @@ void in_float_if_reduced(const SlimTensor& out, Op&& op, const T&... operands) {
   const SlimTensor out32 = float32_copy(out);
   op(out32, float32_copy(operands)...);
   copy_elements(out, out32);
+}
+
+// addbmm's result, a new [n, p] tensor (float16/bfloat16 computed in float32).
+SlimTensor new_addbmm(const SlimTensor& self, const SlimTensor& a, const SlimTensor& b, double beta,
+                      double alpha) {
+  if (a.dim() != 3 || b.dim() != 3) throw ShimError("addbmm needs 3-D batch1 and batch2");
+  const int64_t sizes[2] = {a.sizes()[1], b.sizes()[2]};
+  SlimTensor out =
+      SlimTensor::empty(sizes, nullptr, 2, a.dtype(), a.device_type(), a.device_index());
+  in_float_if_reduced(
+      out,
+      [&](const SlimTensor& o, const SlimTensor& s, const SlimTensor& x, const SlimTensor& y) {
+        addbmm(o, s, x, y, beta, alpha);
+      },
+      self, a, b);
+  return out;
 }
 
 }  // namespace
@@ -321,6 +353,16 @@ AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out, AtenTensorHandle
           shimkit::baddbmm(o, s, a, b, beta, alpha);
         },
         as_tensor(self), as_tensor(batch1), as_tensor(batch2));
+  });
+}
+
+AOTITorchError aoti_torch_cpu_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                     AtenTensorHandle batch2, double beta, double alpha,
+                                     AtenTensorHandle* ret0) {
+  return SHIMKIT_GUARD({
+    shimkit::check_out(ret0);
+    *ret0 = shimkit::to_handle(
+        shimkit::new_addbmm(as_tensor(self), as_tensor(batch1), as_tensor(batch2), beta, alpha));
   });
 }
 

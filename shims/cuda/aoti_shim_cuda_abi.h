@@ -154,6 +154,11 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
                                                           AtenTensorHandle batch1,
                                                           AtenTensorHandle batch2, double beta,
                                                           double alpha);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
+                                                             AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                                     AtenTensorHandle batch2, double beta,
+                                                     double alpha, AtenTensorHandle* ret0);
 
 // Not torch's ABI (no shim-family name): CUDA availability for hosts and
 // tests. Returns the number of devices, or -1 when CUDA is unusable; then

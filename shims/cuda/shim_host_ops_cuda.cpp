@@ -1,6 +1,7 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
-// topk, embedding_bag, index_reduce, scatter_reduce, large-window pooling,
-// baddbmm, nonzero, masked_select, cummax, cummin, cdist), run by their CPU
+// topk, the order statistics, embedding_bag, index_reduce, scatter_reduce,
+// large-window pooling, baddbmm, addbmm, nonzero, masked_select, cummax,
+// cummin, cdist, pdist), run by their CPU
 // shims on host mirrors of the device tensors (host_fallback.h). Inductor
 // turns most index, scan, search and pooling ops of a CUDA model into Triton
 // kernels; these are the ones it leaves to ATen.
@@ -304,6 +305,27 @@ AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1, AtenTensorHan
     cu::HostMirrors host;
     cu::results_on_host<1>(cu::cuda_device_of(x1, "cdist"), {ret0}, [&](auto& out) {
       return aoti_torch_cpu__cdist_forward(host(x1), host(x2), p, compute_mode, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
+                                              AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "pdist"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu__pdist_forward(host(self), p, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                      AtenTensorHandle batch2, double beta, double alpha,
+                                      AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(batch1, "addbmm"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_addbmm(host(self), host(batch1), host(batch2), beta, alpha, &out[0].h);
     });
   });
 }

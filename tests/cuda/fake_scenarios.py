@@ -444,6 +444,12 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         s.call(f"aoti_torch_{dev}_median", make(base), ctypes.byref(ordered[4]))
         s.call(f"aoti_torch_{dev}_nanmedian", make(base), ctypes.byref(ordered[5]))
         pooled += ordered
+        # pdist and addbmm.
+        summed, rows_apart = ctypes.c_void_p(), ctypes.c_void_p()
+        s.call(f"aoti_torch_{dev}__pdist_forward", make(table), F64(2.0), ctypes.byref(rows_apart))
+        s.call(f"aoti_torch_{dev}_addbmm", make(base[:, :1].copy()), batch1, batch2, F64(0.5),
+               F64(2.0), ctypes.byref(summed))  # fmt: skip
+        pooled += [rows_apart, summed]
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value

@@ -205,10 +205,10 @@ def test_host_fallbacks_match_the_cpu_ops(
     # embedding_bag, index_reduce, scatter_reduce, avg_pool2d, adaptive_max_pool2d (values
     # and indices), baddbmm, nonzero, masked_select, cummax (values and indices), cdist,
     # max_pool2d/3d with indices, avg_pool3d, adaptive_max_pool3d (values and indices),
-    # adaptive average pooling 2-D and 3-D, kthvalue and mode (values and indices), median
-    # and nanmedian: results on the device, equal to the CPU's.
+    # adaptive average pooling 2-D and 3-D, kthvalue and mode (values and indices), median,
+    # nanmedian, pdist and addbmm: results on the device, equal to the CPU's.
     assert (r["embedding_bag_cpu_device"], r["embedding_bag_cuda_device"]) == (0, 1)
-    assert r["host_ops_equal"] == [True] * 27 and r["embedding_bag_sums"]
+    assert r["host_ops_equal"] == [True] * 29 and r["embedding_bag_sums"]
     assert r["pooled_shapes"] == [[2, 3, 3, 3], [2, 3, 3, 3], [2, 3, 3, 3]]
 
 

@@ -418,3 +418,29 @@ def test_baddbmm_bfloat16_and_a_bad_batch(sh: TorchShims) -> None:
     torch.testing.assert_close(out.float(), want.float(), rtol=2e-2, atol=2e-2)
     assert baddbmm(sh, torch.empty(2, 3, 4), torch.randn(3, 3, 4), a, b, 1.0, 1.0) != 0
     assert "does not broadcast" in sh.error()
+
+
+@pytest.mark.parametrize("self_shape", [(4, 6), (6,), (1, 1)], ids=str)
+@pytest.mark.parametrize(("beta", "alpha"), [(1.0, 1.0), (0.5, 2.0), (0.0, 1.0)])
+def test_addbmm_matches_aten(
+    sh: TorchShims, self_shape: tuple[int, ...], beta: float, alpha: float
+) -> None:
+    """addbmm: beta * self (broadcast) + alpha * the sum of the batch's products."""
+    torch.manual_seed(8)
+    s = torch.randn(self_shape)
+    if beta == 0.0:
+        s[..., 0] = float("nan")  # beta 0: self is not read (ATen's rule)
+    a, b = torch.randn(3, 4, 5), torch.randn(3, 6, 5).transpose(1, 2)
+    [out] = outs(1)
+    rc = sh.call(
+        "aoti_torch_cpu_addbmm", sh.tensor(s), sh.tensor(a), sh.tensor(b), ctypes.c_double(beta),
+        ctypes.c_double(alpha), ctypes.byref(out),
+    )  # fmt: skip
+    assert rc == 0, sh.error()
+    want = torch.addbmm(s, a, b, beta=beta, alpha=alpha)
+    assert_same(sh.torch(out), want, rtol=1e-5)
+    rc = sh.call(
+        "aoti_torch_cpu_addbmm", sh.tensor(s), sh.tensor(a), sh.tensor(b[:2]),
+        ctypes.c_double(beta), ctypes.c_double(alpha), ctypes.byref(out),
+    )  # fmt: skip
+    assert rc != 0 and "addbmm batch mismatch" in sh.error()

@@ -181,3 +181,35 @@ def test_cdist_refuses_bad_arguments(sh: TorchShims) -> None:
     assert cdist(sh, x, x, -1.0, None)[0] != 0 and "non-negative" in sh.error()
     assert cdist(sh, x, x, 2.0, 3)[0] != 0 and "compute_mode" in sh.error()
     assert cdist(sh, x.long(), x.long(), 2.0, None)[0] != 0 and "float32 and float64" in sh.error()
+
+
+def pdist(sh: TorchShims, x: torch.Tensor, p: float) -> tuple[int, Handle]:
+    [out] = outs(1)
+    rc = sh.call(
+        "aoti_torch_cpu__pdist_forward", sh.tensor(x), ctypes.c_double(p), ctypes.byref(out)
+    )
+    return rc, out
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, float("inf")])
+@pytest.mark.parametrize("shape", [(6, 4), (30, 8), (1, 3), (5, 0)], ids=str)
+def test_pdist_matches_aten(sh: TorchShims, p: float, shape: tuple[int, int]) -> None:
+    """Rows i < j in row-major order, computed directly for every p (no dot products, as
+    ATen's pdist kernel); one row gives no distance, no columns all zeros."""
+    torch.manual_seed(7)
+    x = torch.randn(shape, dtype=torch.float64 if shape[0] == 30 else torch.float32)
+    if shape[0] > 2:
+        x[2] = x[0]  # a zero distance
+    # The (6, 4) input column-major: rows read with a stride.
+    rc, out = pdist(sh, x.t().contiguous().t() if shape == (6, 4) else x, p)
+    assert rc == 0, sh.error()
+    got, want = sh.torch(out), torch.ops.aten._pdist_forward(x, p)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_pdist_refuses_bad_arguments(sh: TorchShims) -> None:
+    assert pdist(sh, torch.randn(2, 3, 4), 2.0)[0] != 0 and "2-D input" in sh.error()
+    assert pdist(sh, torch.randn(3, 4), -1.0)[0] != 0 and "non-negative" in sh.error()
+    assert pdist(sh, torch.ones(3, 4, dtype=torch.int64), 2.0)[0] != 0
+    assert "float32 and float64" in sh.error()
