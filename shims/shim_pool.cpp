@@ -430,8 +430,9 @@ std::pair<SlimTensor, SlimTensor> run_adaptive_max_pool(const SlimTensor& in, in
   const Planes p = planes_of(in, spatial, op);
   int64_t out_size[kDims];
   adaptive_output(p, output_size, output_size_len, out_size, op);
-  // ATen's adaptive_max_pool3d writes contiguous output whatever the input.
-  const bool keep = keeps_channels_last(spatial, /*max_pooling=*/spatial == 2);
+  // Adaptive max pooling keeps the format as average pooling does (ATen's
+  // adaptive_max_pool3d writes contiguous output whatever the input).
+  const bool keep = keeps_channels_last(spatial, /*max_pooling=*/false);
   SlimTensor out = pooled_like(in, p, out_size, in.dtype(), keep);
   SlimTensor indices = pooled_like(in, p, out_size, dtype::kInt64, keep);
   dispatch_floating(in.dtype(), op,
