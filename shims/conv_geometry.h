@@ -173,20 +173,26 @@ inline void set_conv_output(ConvShape& s, const char* what) {
   s.out_strides = s.dense_strides(s.out_sizes);
 }
 
-// On cuDNN float16 and bfloat16 are accepted too (computed in float32);
-// input and weight must then share the dtype.
+// The dtypes a backend computes: float32 on the CPU; on cuDNN float16 and
+// bfloat16 too (computed in float32). Input and weight share the dtype.
+inline void check_conv_dtypes(const SlimTensor& input, const SlimTensor& weight,
+                              ConvBackend backend, const char* what) {
+  const bool half_floats = backend == ConvBackend::kCudnn;
+  const int32_t dt = input.dtype();
+  const bool supported =
+      dt == dtype::kFloat32 || (half_floats && (dt == dtype::kFloat16 || dt == dtype::kBFloat16));
+  if (!supported || weight.dtype() != dt) {
+    throw ShimError(std::string(what) +
+                    (half_floats ? " supports float32, float16 and bfloat16 (input and weight of "
+                                   "one dtype)"
+                                 : " supports float32 only"));
+  }
+}
+
 inline ConvShape conv_shape(const SlimTensor& input_in, const SlimTensor& weight_in,
                             const ConvParams& p, int64_t groups,
                             ConvBackend backend = ConvBackend::kCpu) {
-  const bool half_floats = backend == ConvBackend::kCudnn;
-  const int32_t dt = input_in.dtype();
-  const bool supported =
-      dt == dtype::kFloat32 || (half_floats && (dt == dtype::kFloat16 || dt == dtype::kBFloat16));
-  if (!supported || weight_in.dtype() != dt) {
-    throw ShimError(half_floats ? "convolution supports float32, float16 and bfloat16 (input and "
-                                  "weight of one dtype)"
-                                : "convolution supports float32 only");
-  }
+  check_conv_dtypes(input_in, weight_in, backend, "convolution");
   ConvShape s = conv_common(input_in, weight_in, p, groups, nullptr, backend, "convolution");
   s.oc = weight_in.sizes()[0], s.cg = weight_in.sizes()[1];
   if (groups <= 0 || s.c != s.cg * groups || s.oc % groups != 0) {

@@ -23,11 +23,10 @@ struct ConvTranspose {
 // `oc` the output channels, each output size (I - 1) * stride - 2 * padding +
 // dilation * (K - 1) + output_padding + 1.
 inline ConvShape conv_transpose_shape(const SlimTensor& input_in, const SlimTensor& weight_in,
-                                      const ConvParams& p, const ConvTranspose& t, int64_t groups) {
-  if (input_in.dtype() != dtype::kFloat32 || weight_in.dtype() != dtype::kFloat32) {
-    throw ShimError("transposed convolution supports float32 only");
-  }
-  ConvShape s = conv_common(input_in, weight_in, p, groups, t.output_padding, ConvBackend::kCpu,
+                                      const ConvParams& p, const ConvTranspose& t, int64_t groups,
+                                      ConvBackend backend = ConvBackend::kCpu) {
+  check_conv_dtypes(input_in, weight_in, backend, "transposed convolution");
+  ConvShape s = conv_common(input_in, weight_in, p, groups, t.output_padding, backend,
                             "transposed convolution");
   if (groups <= 0 || s.c % groups != 0 || weight_in.sizes()[0] != s.c) {
     throw ShimError("transposed convolution channels do not match the weight and groups");

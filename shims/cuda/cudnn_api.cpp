@@ -35,6 +35,11 @@ CudnnLibrary load_cudnn() {
   bind(lib, "cudnnGetConvolutionForwardAlgorithm_v7", &d.get_forward_algorithm, &missing);
   bind(lib, "cudnnGetConvolutionForwardWorkspaceSize", &d.get_workspace_size, &missing);
   bind(lib, "cudnnConvolutionForward", &d.convolution_forward, &missing);
+  bind(lib, "cudnnGetConvolutionBackwardDataAlgorithm_v7", &d.get_backward_data_algorithm,
+       &missing);
+  bind(lib, "cudnnGetConvolutionBackwardDataWorkspaceSize", &d.get_backward_data_workspace_size,
+       &missing);
+  bind(lib, "cudnnConvolutionBackwardData", &d.convolution_backward_data, &missing);
   bind(lib, "cudnnAddTensor", &d.add_tensor, &missing);
   bind(lib, "cudnnTransformTensor", &d.transform_tensor, &missing);
   if (!missing.empty()) {

@@ -23,10 +23,11 @@ namespace cuda {
 // the three descriptor types, `DataType` cudnnDataType_t, `Format`
 // cudnnTensorFormat_t, `Mode` cudnnConvolutionMode_t, `Math`
 // cudnnMathType_t, `Algo` cudnnConvolutionFwdAlgo_t, `Perf`
-// cudnnConvolutionFwdAlgoPerf_t.
+// cudnnConvolutionFwdAlgoPerf_t, `BwdDataAlgo` cudnnConvolutionBwdDataAlgo_t,
+// `BwdDataPerf` cudnnConvolutionBwdDataAlgoPerf_t.
 template <typename Status, typename Handle, typename Stream, typename Tensor, typename Filter,
           typename Conv, typename DataType, typename Format, typename Mode, typename Math,
-          typename Algo, typename Perf>
+          typename Algo, typename Perf, typename BwdDataAlgo, typename BwdDataPerf>
 struct CudnnSignatures {
   using GetVersion = size_t (*)();
   using GetErrorString = const char* (*)(Status);
@@ -52,6 +53,16 @@ struct CudnnSignatures {
   using ConvolutionForward = Status (*)(Handle, const void*, const Tensor, const void*,
                                         const Filter, const void*, const Conv, Algo, void*, size_t,
                                         const void*, const Tensor, void*);
+  // Backward data: a transposed convolution (ATen's cuDNN path runs it so).
+  using GetConvolutionBackwardDataAlgorithm_v7 = Status (*)(Handle, const Filter, const Tensor,
+                                                            const Conv, const Tensor, const int,
+                                                            int*, BwdDataPerf*);
+  using GetConvolutionBackwardDataWorkspaceSize = Status (*)(Handle, const Filter, const Tensor,
+                                                             const Conv, const Tensor, BwdDataAlgo,
+                                                             size_t*);
+  using ConvolutionBackwardData = Status (*)(Handle, const void*, const Filter, const void*,
+                                             const Tensor, const void*, const Conv, BwdDataAlgo,
+                                             void*, size_t, const void*, const Tensor, void*);
   using AddTensor = Status (*)(Handle, const void*, const Tensor, const void*, const void*,
                                const Tensor, void*);
   using TransformTensor = Status (*)(Handle, const void*, const Tensor, const void*, const void*,
@@ -73,8 +84,9 @@ struct CudnnGraphSignatures {
   using BackendExecute = Status (*)(Handle, BackendDesc, BackendDesc);
 };
 
-// ABI-identical stand-in for cudnnConvolutionFwdAlgoPerf_t.
-struct CudnnFwdAlgoPerf {
+// ABI-identical stand-in for cudnnConvolutionFwdAlgoPerf_t and
+// cudnnConvolutionBwdDataAlgoPerf_t (one layout).
+struct CudnnAlgoPerf {
   int algo;
   int status;
   float time;
@@ -101,9 +113,10 @@ constexpr int kBackendEngineCfg = 3;      // CUDNN_BACKEND_ENGINECFG_DESCRIPTOR
 constexpr int kBackendEngineHeur = 4;     // CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
 constexpr int kBackendExecutionPlan = 5;  // CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
 constexpr int kBackendConvForward = 10;   // CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
-constexpr int kBackendOperationGraph = 15;  // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
-constexpr int kBackendVariantPack = 16;     // CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
-constexpr int kBackendTensor = 17;          // CUDNN_BACKEND_TENSOR_DESCRIPTOR
+constexpr int kBackendConvBackwardData = 12;  // ..._CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+constexpr int kBackendOperationGraph = 15;    // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
+constexpr int kBackendVariantPack = 16;       // CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
+constexpr int kBackendTensor = 17;            // CUDNN_BACKEND_TENSOR_DESCRIPTOR
 // Attribute value types (cudnnBackendAttributeType_t).
 constexpr int kTypeHandle = 0;
 constexpr int kTypeDataType = 1;
@@ -135,6 +148,12 @@ constexpr int kAttrConvForwardConvDesc = 702;
 constexpr int kAttrConvForwardW = 703;
 constexpr int kAttrConvForwardX = 704;
 constexpr int kAttrConvForwardY = 705;
+constexpr int kAttrConvBwdDataAlpha = 706;
+constexpr int kAttrConvBwdDataBeta = 707;
+constexpr int kAttrConvBwdDataConvDesc = 708;
+constexpr int kAttrConvBwdDataW = 709;
+constexpr int kAttrConvBwdDataDx = 710;
+constexpr int kAttrConvBwdDataDy = 711;
 constexpr int kAttrOperationGraphHandle = 800;
 constexpr int kAttrOperationGraphOps = 801;
 constexpr int kAttrTensorByteAlignment = 900;
@@ -152,7 +171,7 @@ constexpr int kNoteTensorCore = 0;         // CUDNN_NUMERICAL_NOTE_TENSOR_CORE
 constexpr int kNoteDownConvertInputs = 1;  // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
 
 using Cudnn = CudnnSignatures<int, void*, void*, void*, void*, void*, int, int, int, int, int,
-                              CudnnFwdAlgoPerf>;
+                              CudnnAlgoPerf, int, CudnnAlgoPerf>;
 using CudnnGraph = CudnnGraphSignatures<int, void*, void*, int, int, int>;
 
 // The loaded cuDNN; `ok` is false (and `error` says why) when no libcudnn
@@ -179,6 +198,9 @@ struct CudnnLibrary {
   Cudnn::GetConvolutionForwardAlgorithm_v7 get_forward_algorithm = nullptr;
   Cudnn::GetConvolutionForwardWorkspaceSize get_workspace_size = nullptr;
   Cudnn::ConvolutionForward convolution_forward = nullptr;
+  Cudnn::GetConvolutionBackwardDataAlgorithm_v7 get_backward_data_algorithm = nullptr;
+  Cudnn::GetConvolutionBackwardDataWorkspaceSize get_backward_data_workspace_size = nullptr;
+  Cudnn::ConvolutionBackwardData convolution_backward_data = nullptr;
   Cudnn::AddTensor add_tensor = nullptr;
   Cudnn::TransformTensor transform_tensor = nullptr;
   // The backend API; `graph_ok` is false (the legacy API runs every

@@ -1,5 +1,8 @@
-// Forward convolution on cuDNN with a plan per argument geometry, built once
-// per thread and reused for every later call of that geometry.
+// Convolution on cuDNN with a plan per argument geometry, built once per
+// thread and reused for every later call of that geometry. A plain
+// convolution is cuDNN's forward convolution; a transposed one its backward
+// data (the gradient of a forward convolution with respect to its input),
+// which is how ATen runs it on cuDNN.
 //
 // Where an eager convolution's host time goes: building a plan (descriptors,
 // heuristics, an execution plan) costs tens to hundreds of microseconds, and
@@ -156,10 +159,12 @@ class Backend {
 // The most dims a convolution's tensors have here (3-D convolutions: 5).
 constexpr int kMaxDims = 5;
 
-// A convolution's tensors as the plan sees them: sizes and strides of x, w
-// and y (`dims` of them: 4, or 5 for a 3-D convolution), and each pointer's
-// alignment (cuDNN picks engines by it).
+// A convolution's tensors as the plan sees them: sizes and strides of x (the
+// op's input), w and y (its output) (`dims` of them: 4, or 5 for a 3-D
+// convolution), and each pointer's alignment (cuDNN picks engines by it). A
+// transposed convolution runs as backward data: x is cuDNN's dy, y its dx.
 struct ConvArgs {
+  bool transposed = false;
   int dims = 4;
   int64_t x_sizes[kMaxDims], x_strides[kMaxDims];
   int64_t w_sizes[kMaxDims], w_strides[kMaxDims];
@@ -191,6 +196,17 @@ bool true_float32(const Backend& engine) {
   }
   return true;
 }
+
+// The operation descriptor's type and attribute names for each direction.
+struct OperationAttrs {
+  int type, alpha, beta, conv, w, input, output;
+};
+constexpr OperationAttrs kForwardOp{
+    kBackendConvForward, kAttrConvForwardAlpha, kAttrConvForwardBeta, kAttrConvForwardConvDesc,
+    kAttrConvForwardW,   kAttrConvForwardX,     kAttrConvForwardY};
+constexpr OperationAttrs kBackwardDataOp{
+    kBackendConvBackwardData, kAttrConvBwdDataAlpha, kAttrConvBwdDataBeta, kAttrConvBwdDataConvDesc,
+    kAttrConvBwdDataW,        kAttrConvBwdDataDy,    kAttrConvBwdDataDx};
 
 // One engine's finalized execution plan and the workspace it needs.
 struct GraphEngine {
@@ -246,15 +262,17 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
       .set(kAttrConvPrePaddings, kTypeInt64, spatial, p.padding + first)
       .set(kAttrConvPostPaddings, kTypeInt64, spatial, p.padding + first);
   conv->finalize("cudnnBackendFinalize(convolution)");
-  auto op = std::make_unique<Backend>(kBackendConvForward);
+  const OperationAttrs& attrs = a.transposed ? kBackwardDataOp : kForwardOp;
+  auto op = std::make_unique<Backend>(attrs.type);
   const float alpha = 1.0f, beta = 0.0f;
-  op->set(kAttrConvForwardX, x)
-      .set(kAttrConvForwardW, w)
-      .set(kAttrConvForwardY, y)
-      .set(kAttrConvForwardConvDesc, conv->get())
-      .set(kAttrConvForwardAlpha, kTypeFloat, 1, &alpha)
-      .set(kAttrConvForwardBeta, kTypeFloat, 1, &beta);
-  op->finalize("cudnnBackendFinalize(convolution forward)");
+  op->set(attrs.input, x)
+      .set(attrs.w, w)
+      .set(attrs.output, y)
+      .set(attrs.conv, conv->get())
+      .set(attrs.alpha, kTypeFloat, 1, &alpha)
+      .set(attrs.beta, kTypeFloat, 1, &beta);
+  op->finalize(a.transposed ? "cudnnBackendFinalize(convolution backward data)"
+                            : "cudnnBackendFinalize(convolution forward)");
   auto graph = std::make_unique<Backend>(kBackendOperationGraph);
   graph->set(kAttrOperationGraphHandle, kTypeHandle, 1, &handle)
       .set(kAttrOperationGraphOps, op->get());
@@ -319,7 +337,8 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
   return g;
 }
 
-// The legacy API's descriptors and chosen algorithm.
+// The legacy API's descriptors (x of the op's input, y of its output) and
+// chosen algorithm.
 struct LegacyPlan {
   LegacyTensor x, y;
   void* w = nullptr;
@@ -361,12 +380,18 @@ std::unique_ptr<LegacyPlan> make_legacy_plan(void* handle, const ConvArgs& a, in
   const bool strict = a.data_type == kCudnnFloat && !allow_tf32;
   ok(d.set_math_type(plan->conv, strict ? kCudnnFmaMath : kCudnnTensorOpMath),
      "cudnnSetConvolutionMathType");
-  CudnnFwdAlgoPerf perf[8] = {};
+  CudnnAlgoPerf perf[8] = {};
   int returned = 0;
-  ok(d.get_forward_algorithm(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, 8, &returned,
-                             perf),
-     "cudnnGetConvolutionForwardAlgorithm_v7");
-  const CudnnFwdAlgoPerf* chosen = nullptr;
+  if (a.transposed) {
+    ok(d.get_backward_data_algorithm(handle, plan->w, plan->x.desc, plan->conv, plan->y.desc, 8,
+                                     &returned, perf),
+       "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  } else {
+    ok(d.get_forward_algorithm(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, 8,
+                               &returned, perf),
+       "cudnnGetConvolutionForwardAlgorithm_v7");
+  }
+  const CudnnAlgoPerf* chosen = nullptr;
   for (int i = 0; i < returned && i < 8; ++i) {
     // Ranked by cuDNN's heuristics; in strict mode skip tensor-op (TF32) maths.
     if (perf[i].status == kCudnnSuccess &&
@@ -377,9 +402,15 @@ std::unique_ptr<LegacyPlan> make_legacy_plan(void* handle, const ConvArgs& a, in
   }
   if (chosen == nullptr) throw CudnnFailure{"cuDNN offers no algorithm for this convolution"};
   plan->algo = chosen->algo;
-  ok(d.get_workspace_size(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, plan->algo,
-                          workspace),
-     "cudnnGetConvolutionForwardWorkspaceSize");
+  if (a.transposed) {
+    ok(d.get_backward_data_workspace_size(handle, plan->w, plan->x.desc, plan->conv, plan->y.desc,
+                                          plan->algo, workspace),
+       "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  } else {
+    ok(d.get_workspace_size(handle, plan->x.desc, plan->w, plan->conv, plan->y.desc, plan->algo,
+                            workspace),
+       "cudnnGetConvolutionForwardWorkspaceSize");
+  }
   return plan;
 }
 
@@ -398,7 +429,7 @@ struct Plan {
 
 // The plan cache key: every argument a plan depends on, in a fixed-size array
 // (no allocation per call).
-using Key = std::array<int64_t, 9 + 4 * kMaxDims + 3 * kConvDims>;
+using Key = std::array<int64_t, 10 + 4 * kMaxDims + 4 * kConvDims>;
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
@@ -589,14 +620,18 @@ void set_cudnn_tf32(bool allowed) { g_tf32.store(allowed ? 1 : 0); }
 bool cudnn_tf32() { return tf32_allowed(); }
 
 bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
-                       const SlimTensor* bias, const ConvParams& params, int64_t groups,
-                       SlimTensor* out, std::string* why) {
+                       const SlimTensor* bias, const ConvParams& params,
+                       const ConvTranspose* transpose, int64_t groups, SlimTensor* out,
+                       std::string* why) {
   const CudnnLibrary& d = cudnn_library();
   if (!d.ok) {
     *why = d.error;
     return false;
   }
-  const ConvShape s = conv_shape(input_in, weight_in, params, groups, ConvBackend::kCudnn);
+  const ConvShape s = transpose != nullptr
+                          ? conv_transpose_shape(input_in, weight_in, params, *transpose, groups,
+                                                 ConvBackend::kCudnn)
+                          : conv_shape(input_in, weight_in, params, groups, ConvBackend::kCudnn);
   const int32_t device = input_in.device_index();
   const int32_t dtype = input_in.dtype();
   if (!on_device_in(input_in, device, dtype) || !on_device_in(weight_in, device, dtype) ||
@@ -614,6 +649,7 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   const SlimTensor x = lift_conv_1d(input_in);
   const SlimTensor w = lift_conv_1d(weight_in);
   ConvArgs a;
+  a.transposed = transpose != nullptr;
   a.dims = s.spatial + 2;
   SlimTensor y = SlimTensor::empty(s.out_sizes.data(), s.out_strides.data(), a.dims, dtype,
                                    device::kCUDA, device);
@@ -641,7 +677,8 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
   Key key{};
   size_t k = 0;
   for (int64_t v : {int64_t{device}, int64_t{a.data_type}, int64_t{allow_tf32}, groups,
-                    int64_t{bias != nullptr}, a.align[0], a.align[1], a.align[2], int64_t{nd}}) {
+                    int64_t{bias != nullptr}, a.align[0], a.align[1], a.align[2], int64_t{nd},
+                    int64_t{a.transposed}}) {
     key[k++] = v;
   }
   for (int i = 0; i < nd; ++i) {
@@ -654,6 +691,7 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     key[k++] = params.stride[i];
     key[k++] = params.padding[i];
     key[k++] = params.dilation[i];
+    key[k++] = transpose != nullptr ? transpose->output_padding[i] : 0;
   }
   thread_local std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> plans;
   try {
@@ -690,9 +728,15 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
       g_on_graph.fetch_add(1, std::memory_order_relaxed);
     } else {
       const LegacyPlan& l = *plan.legacy;
-      ok(d.convolution_forward(h.handle, &one, l.x.desc, x.data_ptr(), l.w, w_data, l.conv, l.algo,
-                               ws, plan.workspace, &zero, l.y.desc, y.data_ptr()),
-         "cudnnConvolutionForward");
+      if (a.transposed) {
+        ok(d.convolution_backward_data(h.handle, &one, l.w, w_data, l.x.desc, x.data_ptr(), l.conv,
+                                       l.algo, ws, plan.workspace, &zero, l.y.desc, y.data_ptr()),
+           "cudnnConvolutionBackwardData");
+      } else {
+        ok(d.convolution_forward(h.handle, &one, l.x.desc, x.data_ptr(), l.w, w_data, l.conv,
+                                 l.algo, ws, plan.workspace, &zero, l.y.desc, y.data_ptr()),
+           "cudnnConvolutionForward");
+      }
     }
     if (bias != nullptr) {
       ok(d.add_tensor(h.handle, &one, plan.bias.desc, bias->data_ptr(), &one, plan.y.desc,

@@ -1,4 +1,5 @@
-// Forward convolution on the GPU through cuDNN (shims/cuda/cudnn_api.h).
+// Convolution, plain and transposed, on the GPU through cuDNN
+// (shims/cuda/cudnn_api.h).
 // aoti_torch_cuda_convolution tries this first and runs the host path only
 // when cuDNN is absent or cannot take the arguments; the counters below say
 // which path ran, so a benchmark cannot mistake one for the other.
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "shims/conv_geometry.h"
+#include "shims/conv_transpose_geometry.h"
 #include "shims/slim_tensor.h"
 
 namespace shimkit {
@@ -16,12 +18,14 @@ namespace cuda {
 
 // Runs `input` (x) weight (+ bias) on cuDNN (float32, float16 or bfloat16
 // data, float32 arithmetic; no TF32 unless allowed), into a new device tensor
-// in ATen's output geometry (conv_geometry.h). Returns false,
+// in ATen's output geometry (conv_geometry.h); transposed when `transpose` is
+// given (conv_transpose_geometry.h). Returns false,
 // with `why` set, when cuDNN is unavailable or refuses these tensors (any
 // cuDNN status but success): the caller then runs the host path, which
 // recomputes the whole output. Throws ShimError on invalid arguments.
 bool cudnn_convolution(const SlimTensor& input, const SlimTensor& weight, const SlimTensor* bias,
-                       const ConvParams& params, int64_t groups, SlimTensor* out, std::string* why);
+                       const ConvParams& params, const ConvTranspose* transpose, int64_t groups,
+                       SlimTensor* out, std::string* why);
 
 // Process-wide counts of convolutions run on cuDNN and on the host, and
 // (per thread) why the last host run did not use cuDNN.

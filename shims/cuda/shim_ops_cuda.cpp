@@ -1,9 +1,9 @@
 // Slim CUDA shims, part 2: the CUDA fallback ops. mm/addmm/bmm (float32,
 // float16, bfloat16) run on the device through cuBLAS(Lt) (dlopen'd), and
-// convolution through cuDNN (cudnn_conv.h) when present; other dtypes and
-// layouts cuBLAS or cuDNN cannot take and transposed convolution run on the
+// convolution, plain and transposed, through cuDNN (cudnn_conv.h) when
+// present; other dtypes and layouts cuBLAS or cuDNN cannot take run on the
 // host through the CPU shims (host_fallback.h), with the results in the
-// geometry the CPU op chose (ATen's memory-format rules, channels_last
+// geometry ATen's CUDA op gives (its memory-format rules, channels_last
 // included). Ops with no device kernel at all: shim_host_ops_cuda.cpp.
 #include <algorithm>
 #include <initializer_list>
@@ -192,16 +192,21 @@ AOTITorchError aoti_torch_cuda_convolution(
       b = &as_tensor(*bias);
       require_same_device(x, *b, "convolution");
     }
-    std::string why = "transposed convolution";
-    if (transposed == 0) {
-      const shimkit::ConvParams p = shimkit::read_conv_params(
-          x.dim() - 2, stride, stride_len_, padding, padding_len_, dilation, dilation_len_);
-      SlimTensor result;
-      if (cu::cudnn_convolution(x, w, b, p, groups, &result, &why)) {
-        cu::count_conv(true, "");
-        *ret0 = to_handle(std::move(result));
-        return;
-      }
+    const int64_t spatial = x.dim() - 2;
+    const shimkit::ConvParams p = shimkit::read_conv_params(spatial, stride, stride_len_, padding,
+                                                            padding_len_, dilation, dilation_len_);
+    shimkit::ConvTranspose transpose;
+    if (transposed != 0) {
+      shimkit::read_conv_list(output_padding, output_padding_len_, spatial, 0,
+                              transpose.output_padding, "output_padding");
+    }
+    std::string why;
+    SlimTensor result;
+    if (cu::cudnn_convolution(x, w, b, p, transposed != 0 ? &transpose : nullptr, groups, &result,
+                              &why)) {
+      cu::count_conv(true, "");
+      *ret0 = to_handle(std::move(result));
+      return;
     }
     // The host path: correct for every layout, slow (two copies, CPU maths).
     cu::HostMirrors host;

@@ -13,7 +13,8 @@
 using Official = shimkit::cuda::CudnnSignatures<
     cudnnStatus_t, cudnnHandle_t, cudaStream_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t,
     cudnnConvolutionDescriptor_t, cudnnDataType_t, cudnnTensorFormat_t, cudnnConvolutionMode_t,
-    cudnnMathType_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>;
+    cudnnMathType_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t,
+    cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>;
 
 // Initialising a pointer of the declared type compiles only if the types are
 // identical.
@@ -36,6 +37,9 @@ SAME(cudnnDestroyConvolutionDescriptor, DestroyConvolutionDescriptor)
 SAME(cudnnGetConvolutionForwardAlgorithm_v7, GetConvolutionForwardAlgorithm_v7)
 SAME(cudnnGetConvolutionForwardWorkspaceSize, GetConvolutionForwardWorkspaceSize)
 SAME(cudnnConvolutionForward, ConvolutionForward)
+SAME(cudnnGetConvolutionBackwardDataAlgorithm_v7, GetConvolutionBackwardDataAlgorithm_v7)
+SAME(cudnnGetConvolutionBackwardDataWorkspaceSize, GetConvolutionBackwardDataWorkspaceSize)
+SAME(cudnnConvolutionBackwardData, ConvolutionBackwardData)
 SAME(cudnnAddTensor, AddTensor)
 SAME(cudnnTransformTensor, TransformTensor)
 
@@ -57,13 +61,18 @@ SAME_GRAPH(cudnnBackendExecute, BackendExecute)
 #endif
 
 namespace cu = shimkit::cuda;
-using Perf = cudnnConvolutionFwdAlgoPerf_t;
-using Mine = cu::CudnnFwdAlgoPerf;
-static_assert(sizeof(Perf) == sizeof(Mine), "perf struct size");
-static_assert(offsetof(Perf, algo) == offsetof(Mine, algo), "perf.algo");
-static_assert(offsetof(Perf, status) == offsetof(Mine, status), "perf.status");
-static_assert(offsetof(Perf, memory) == offsetof(Mine, memory), "perf.memory");
-static_assert(offsetof(Perf, mathType) == offsetof(Mine, math_type), "perf.mathType");
+using Mine = cu::CudnnAlgoPerf;
+// Both perf structs of the official header have the one stand-in's layout.
+template <typename Perf>
+constexpr bool same_perf_layout() {
+  return sizeof(Perf) == sizeof(Mine) && offsetof(Perf, algo) == offsetof(Mine, algo) &&
+         offsetof(Perf, status) == offsetof(Mine, status) &&
+         offsetof(Perf, memory) == offsetof(Mine, memory) &&
+         offsetof(Perf, mathType) == offsetof(Mine, math_type);
+}
+static_assert(same_perf_layout<cudnnConvolutionFwdAlgoPerf_t>(), "forward perf layout");
+static_assert(same_perf_layout<cudnnConvolutionBwdDataAlgoPerf_t>(), "backward-data perf layout");
+static_assert(sizeof(cudnnConvolutionBwdDataAlgo_t) == sizeof(int), "bwd-data algo enum size");
 static_assert(sizeof(cudnnStatus_t) == sizeof(int) && sizeof(cudnnDataType_t) == sizeof(int),
               "enum sizes");
 static_assert(sizeof(cudnnConvolutionFwdAlgo_t) == sizeof(int), "algo enum size");
@@ -121,6 +130,13 @@ SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, kAttrConvForwardC
 SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, kAttrConvForwardW)
 SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, kAttrConvForwardX)
 SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, kAttrConvForwardY)
+SAME_VALUE(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, kBackendConvBackwardData)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, kAttrConvBwdDataAlpha)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, kAttrConvBwdDataBeta)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, kAttrConvBwdDataConvDesc)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, kAttrConvBwdDataW)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, kAttrConvBwdDataDx)
+SAME_VALUE(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, kAttrConvBwdDataDy)
 SAME_VALUE(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, kAttrOperationGraphHandle)
 SAME_VALUE(CUDNN_ATTR_OPERATIONGRAPH_OPS, kAttrOperationGraphOps)
 SAME_VALUE(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, kAttrTensorByteAlignment)

@@ -496,6 +496,38 @@ def reference_conv(
     return out
 
 
+def reference_conv_transpose(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[int, ...],
+    pad: tuple[int, ...], dil: tuple[int, ...], groups: int, output_padding: tuple[int, ...],
+) -> np.ndarray:  # fmt: skip
+    """float64 transposed convolution (weight [C_in, C_out / groups, *kernel]): every input
+    element adds its weighted kernel window to the output, then the padding is cut off."""
+    n, cg, ocg = x.shape[0], w.shape[0] // groups, w.shape[1]
+    kernel_sizes = w.shape[2:]
+    out_sizes = [
+        (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for size, k, s, p, d, op in zip(
+            x.shape[2:], kernel_sizes, stride, pad, dil, output_padding, strict=True
+        )
+    ]
+    full = np.zeros((n, ocg * groups, *(o + 2 * p for o, p in zip(out_sizes, pad, strict=True))))
+    for g in range(groups):
+        for offsets in itertools.product(*(range(k) for k in kernel_sizes)):
+            window = tuple(
+                slice(o * d, o * d + s * (size - 1) + 1, s)
+                for o, d, s, size in zip(offsets, dil, stride, x.shape[2:], strict=True)
+            )
+            kernel = w[(slice(g * cg, (g + 1) * cg), slice(None), *offsets)].astype(np.float64)
+            part = np.einsum("nc...,co->no...", x[:, g * cg : (g + 1) * cg].astype(np.float64),
+                             kernel)  # fmt: skip
+            full[(slice(None), slice(g * ocg, (g + 1) * ocg), *window)] += part
+    inside = tuple(slice(p, p + o) for p, o in zip(pad, out_sizes, strict=True))
+    out = full[(slice(None), slice(None), *inside)]
+    if b is not None:
+        out = out + b.reshape(1, -1, *[1] * len(out_sizes))
+    return out
+
+
 def channels_last(a: np.ndarray) -> np.ndarray:
     """a's values in channels-last memory order (NHWC, NDHWC), still indexed NCHW (NCDHW)."""
     return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
@@ -516,7 +548,8 @@ def conv_counts(s: Shims) -> tuple[int, int]:
     return on_cudnn.value, on_host.value
 
 
-# name: (input [N,C,(D,)(H,)W], weight, bias?, stride, padding, dilation, groups, layout)
+# name: (input [N,C,(D,)(H,)W], weight, bias?, stride, padding, dilation, groups, layout,
+#        output_padding: None for a plain convolution, given for a transposed one)
 CONV_CASES: dict[str, tuple[Any, ...]] = {
     "nchw_asymmetric": ((2, 3, 9, 7), (4, 3, 3, 2), True, (2, 1), (1, 0), (1, 2), 1, "nchw"),
     "channels_last": ((2, 3, 8, 8), (5, 3, 3, 3), True, (1, 1), (1, 1), (1, 1), 1, "both_cl"),
@@ -524,6 +557,14 @@ CONV_CASES: dict[str, tuple[Any, ...]] = {
     "mixed_layouts": ((2, 3, 7, 7), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), 1, "input_cl"),
     "pointwise": ((2, 6, 5, 5), (4, 6, 1, 1), True, (1, 1), (0, 0), (1, 1), 1, "input_cl"),
     "conv1d": ((2, 3, 10), (5, 3, 3), True, (2,), (1,), (1,), 1, "nchw"),
+    # Transposed convolutions (nn.ConvTranspose*): cuDNN's backward data.
+    "transposed": ((2, 4, 5, 6), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), 1, "nchw",
+                   (1, 0)),
+    "transposed_grouped_cl": ((1, 4, 5, 5), (4, 2, 3, 2), False, (2, 1), (0, 1), (1, 2), 2,
+                              "both_cl", (1, 0)),
+    "transposed_mixed_layouts": ((2, 3, 4, 4), (3, 5, 2, 2), True, (2, 2), (0, 0), (1, 1), 1,
+                                 "input_cl", (0, 0)),
+    "transposed1d": ((2, 3, 7), (3, 5, 4), True, (3,), (1,), (1,), 1, "nchw", (2,)),
     # The fake cuDNN takes 4-D tensors only: 3-D convolutions show the host path.
     "conv3d": ((2, 3, 4, 5, 6), (4, 3, 3, 2, 3), True, (1, 2, 1), (1, 0, 1), (1, 1, 2), 1,
                "input_cl"),
@@ -531,6 +572,8 @@ CONV_CASES: dict[str, tuple[Any, ...]] = {
     # (its slow 3-D kernel), cuDNN channels_last_3d.
     "conv3d_batch1": ((1, 3, 4, 5, 6), (4, 3, 3, 2, 3), False, (1, 1, 1), (1, 0, 1), (1, 1, 1), 1,
                       "input_cl"),
+    "conv3d_transposed": ((2, 3, 3, 4, 4), (3, 2, 2, 3, 3), True, (2, 1, 2), (0, 1, 1), (1, 1, 1),
+                          1, "input_cl", (1, 0, 1)),
 }  # fmt: skip
 
 
@@ -541,32 +584,40 @@ def conv(s: Shims) -> dict[str, Any]:
     s.lib.shimkit_cuda_cudnn_info.restype = ctypes.c_char_p
     s.lib.shimkit_cuda_conv_last_fallback.restype = ctypes.c_char_p
     r: dict[str, Any] = {"cudnn_info": s.lib.shimkit_cuda_cudnn_info().decode()}
-    for name, (xs, ws, with_bias, st, pd, dl, groups, layout) in CONV_CASES.items():
+    for name, (xs, ws, with_bias, st, pd, dl, groups, layout, *rest) in CONV_CASES.items():
+        output_padding = rest[0] if rest else None
         x = rng.standard_normal(xs, dtype=np.float32)
         w = rng.standard_normal(ws, dtype=np.float32)
-        b = rng.standard_normal(ws[0], dtype=np.float32) if with_bias else None
+        out_channels = ws[0] if output_padding is None else ws[1] * groups
+        b = rng.standard_normal(out_channels, dtype=np.float32) if with_bias else None
         if layout in ("both_cl", "input_cl"):
             x = channels_last(x)
         if layout == "both_cl":
             w = channels_last(w)
         spatial = len(st)
         args = [(I64 * spatial)(*v) for v in (st, pd, dl)]
-        outpad = (I64 * spatial)(*([0] * spatial))
+        outpad = (I64 * spatial)(*(output_padding or [0] * spatial))
+        transposed = I32(output_padding is not None)
         results = {}
-        watched = ("forward", "executes", "transform", "tf32_runs")
+        watched = ("forward", "backward_data", "executes", "transform", "tf32_runs")
         before = (conv_counts(s), [cudnn_counter(c) for c in watched])
         for dev, make in (("cuda", s.device), ("cpu", s.host)):
             y = ctypes.c_void_p()
             bias_handle = make(b) if b is not None else None
             bias = ctypes.byref(bias_handle) if bias_handle is not None else None
             s.call(f"aoti_torch_{dev}_convolution", make(x), make(w), bias,
-                   args[0], I64(spatial), args[1], I64(spatial), args[2], I64(spatial), I32(0),
-                   outpad, I64(spatial), I64(groups), ctypes.byref(y))  # fmt: skip
+                   args[0], I64(spatial), args[1], I64(spatial), args[2], I64(spatial),
+                   transposed, outpad, I64(spatial), I64(groups), ctypes.byref(y))  # fmt: skip
             results[dev] = (s.meta(y)[1], s.numpy(y))
             if dev == "cuda":
                 after = (conv_counts(s), [cudnn_counter(c) for c in watched])
-        ref = reference_conv(x, w, b, st, pd, dl, groups)
+        ref = (
+            reference_conv(x, w, b, st, pd, dl, groups)
+            if output_padding is None
+            else reference_conv_transpose(x, w, b, st, pd, dl, groups, output_padding)
+        )
         r[name] = {
+            "transposed": output_padding is not None,
             "max_abs_diff": float(np.abs(results["cuda"][1] - ref).max()),
             "strides": results["cuda"][0],
             "strides_match_cpu": results["cuda"][0] == results["cpu"][0],

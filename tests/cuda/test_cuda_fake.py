@@ -232,6 +232,10 @@ def test_conv3d_matches_numpy_through_the_host_where_cudnn_refuses_5d(
     assert batch1["max_abs_diff"] < 1e-4 and batch1["on_host"] == 1
     assert batch1["strides"] == [384, 1, 96, 24, 4]  # NDHWC [1, 4, 4, 4, 6]
     assert not batch1["strides_match_cpu"]  # the CPU shim's own output is contiguous
+    # nn.ConvTranspose3d's call: the host too, in ATen's layout.
+    transposed = scenario(cuda_libs, fakes, "conv")["conv3d_transposed"]
+    assert transposed["max_abs_diff"] < 1e-4 and transposed["strides_match_cpu"]
+    assert (transposed["on_host"], transposed["cudnn_executes"]) == (1, 0)
 
 
 def test_cudnn_convolution_matches_numpy_in_atens_layout(
@@ -240,18 +244,25 @@ def test_cudnn_convolution_matches_numpy_in_atens_layout(
     r = scenario(cuda_libs, fakes, "conv")
     assert r["cudnn_info"].startswith("cuDNN 90000 (") and r["cudnn_info"].endswith("graph API")
     cases = conv_cases(r)
-    assert len(cases) == 6
+    assert len(cases) == 10
+    assert [name for name, case in cases.items() if case["transposed"]] == [
+        "transposed", "transposed_grouped_cl", "transposed_mixed_layouts", "transposed1d"
+    ]  # fmt: skip
     for name, case in cases.items():
         assert case["max_abs_diff"] < 1e-4, name
         assert case["strides_match_cpu"], name  # ATen's memory-format rule
-        # It ran on cuDNN's graph API (one execute of a true float32 engine), not on the host.
+        # It ran on cuDNN's graph API (one execute of a true float32 engine: forward, or
+        # backward data for a transposed one), not on the host.
         assert (case["on_cudnn"], case["on_host"], case["cudnn_executes"]) == (1, 0, 1), name
-        assert (case["cudnn_forward"], case["cudnn_tf32_runs"]) == (0, 0), name
+        assert (case["cudnn_forward"], case["cudnn_backward_data"]) == (0, 0), name
+        assert case["cudnn_tf32_runs"] == 0, name
     assert cases["channels_last"]["strides"] == [320, 1, 40, 5]  # NHWC output
     assert cases["nchw_asymmetric"]["strides"] == [4 * 5 * 5, 5 * 5, 5, 1]  # OH = OW = 5
+    # [1, 4, 12, 5] in NHWC: OH = 4 * 2 + (3 - 1) + 1 + 1, OW = 4 - 2 * 1 + 2 * (2 - 1) + 1.
+    assert cases["transposed_grouped_cl"]["strides"] == [240, 1, 20, 4]
     # An NCHW filter for a channels_last input: brought into NHWC on the device (no engine
     # takes mixed layouts), never through the host.
-    assert [c["cudnn_transform"] for c in cases.values()] == [0, 0, 0, 1, 0, 0]
+    assert [c["cudnn_transform"] for c in cases.values()] == [0, 0, 0, 1, 0, 0, 0, 0, 1, 0]
 
 
 def test_legacy_api_takes_over_when_the_graph_api_has_no_engine(
@@ -261,7 +272,10 @@ def test_legacy_api_takes_over_when_the_graph_api_has_no_engine(
         r = scenario(cuda_libs, fakes, "conv", **env)
         for name, case in conv_cases(r).items():
             assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"], (env, name)
-            assert (case["on_cudnn"], case["cudnn_forward"], case["cudnn_executes"]) == (1, 1, 0)
+            assert (case["on_cudnn"], case["cudnn_executes"]) == (1, 0), (env, name)
+            # cudnnConvolutionForward, or cudnnConvolutionBackwardData for a transposed one.
+            legacy_calls = (case["cudnn_forward"], case["cudnn_backward_data"])
+            assert legacy_calls == ((0, 1) if case["transposed"] else (1, 0)), (env, name)
             assert case["cudnn_tf32_runs"] == 0, (env, name)  # its TF32 algorithm is skipped
         assert conv_cases(r)["mixed_layouts"]["cudnn_transform"] == 1
     assert scenario(cuda_libs, fakes, "conv", SHIMKIT_CUDNN_API="legacy")["cudnn_info"].endswith(
@@ -349,23 +363,28 @@ def test_cudnn_layout_check_catches_a_misread_filter(
     for env in ({}, {"SHIMKIT_CUDNN_API": "legacy"}):
         r = conv_cases(scenario(cuda_libs, fakes, "conv", FAKE_CUDNN_IGNORE_FORMAT="1", **env))
         assert r["channels_last"]["max_abs_diff"] > 1e-2, env
+        assert r["transposed_grouped_cl"]["max_abs_diff"] > 1e-2, env
         assert r["nchw_asymmetric"]["max_abs_diff"] < 1e-4, env
+        assert r["transposed"]["max_abs_diff"] < 1e-4, env
 
 
 def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
+    refused = "{}Algorithm_v7: CUDNN_STATUS_FAKE"
     for env, reason in (
-        ({"FAKE_CUDNN_REFUSE": "1"}, "cudnnGetConvolutionForwardAlgorithm_v7: CUDNN_STATUS_FAKE"),
+        ({"FAKE_CUDNN_REFUSE": "1"}, refused),
         ({"SHIMKIT_CUDNN": "0"}, "cuDNN turned off (SHIMKIT_CUDNN=0)"),
         ({"SHIMKIT_CUDNN": "/nonexistent/libcudnn.so.9"}, "cuDNN not found (tried /nonexistent"),
     ):
         cases = conv_cases(scenario(cuda_libs, fakes, "conv", **env))
         for name, case in cases.items():
             assert case["max_abs_diff"] < 1e-4 and case["strides_match_cpu"], (env, name)
-            assert (case["on_cudnn"], case["on_host"], case["cudnn_forward"]) == (0, 1, 0)
-            assert case["cudnn_executes"] == 0
-            assert reason in case["fallback_reason"], (env, case["fallback_reason"])
+            assert (case["on_cudnn"], case["on_host"], case["cudnn_executes"]) == (0, 1, 0)
+            assert (case["cudnn_forward"], case["cudnn_backward_data"]) == (0, 0)
+            direction = "BackwardData" if case["transposed"] else "Forward"
+            expected = reason.format(f"cudnnGetConvolution{direction}")
+            assert expected in case["fallback_reason"], (env, case["fallback_reason"])
 
 
 SANITIZED_SCENARIOS = (

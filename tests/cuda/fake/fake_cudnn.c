@@ -1,5 +1,7 @@
-/* A stand-in cuDNN for CI (no GPU): the legacy forward-convolution API and
- * the backend ("graph") API's convolution over host memory, with plain loops.
+/* A stand-in cuDNN for CI (no GPU): the legacy forward and backward-data
+ * convolution API and the backend ("graph") API's convolution (forward and
+ * backward data: what a transposed convolution runs as) over host memory,
+ * with plain loops.
  * It keeps cuDNN's contract strictly enough to catch a wrong call: the output
  * descriptor must have the shape the convolution gives, the workspace must be
  * the size it asked for, filters are read in the format (legacy) or with the
@@ -27,6 +29,8 @@
 enum { OK = 0, BAD_PARAM = 2000, NOT_SUPPORTED = 3000 };
 enum { NCHW = 0, NHWC = 1 };
 enum { FMA_ALGO = 1, TF32_ALGO = 6, WORKSPACE = 4096 };
+/* cudnnConvolutionBwdDataAlgo_t: ALGO_1 and WINOGRAD_NONFUSED. */
+enum { BWD_FMA_ALGO = 1, BWD_TF32_ALGO = 5 };
 
 typedef struct {
   int algo, status;
@@ -44,13 +48,15 @@ typedef struct {
   int pad[2], stride[2], dilation[2], mode, groups, math;
 } Conv;
 
-static long g_forward = 0, g_add = 0, g_plans = 0, g_set_stream = 0, g_transform = 0;
+static long g_forward = 0, g_backward_data = 0, g_add = 0, g_plans = 0, g_set_stream = 0,
+            g_transform = 0;
 static long g_heuristics = 0, g_exec_plans = 0, g_packs = 0, g_executes = 0, g_tf32_runs = 0;
 static long g_live = 0; /* backend descriptors not destroyed */
 static long g_slow_runs = 0;
 
 long fake_cudnn_counter(const char* name) {
   if (strcmp(name, "forward") == 0) return g_forward;
+  if (strcmp(name, "backward_data") == 0) return g_backward_data;
   if (strcmp(name, "add") == 0) return g_add;
   if (strcmp(name, "plan") == 0) return g_plans;
   if (strcmp(name, "set_stream") == 0) return g_set_stream;
@@ -244,6 +250,55 @@ static void direct_conv(const Direct* d, const float* x, const float* w, float* 
         }
 }
 
+/* The weight's element strides in the filter's format (filters have a format,
+ * not strides: NCHW reads OIHW, NHWC reads OHWI), and the geometry of the
+ * forward convolution x -> y. */
+static Direct legacy_direct(const Tensor* x, const Filter* f, const Conv* c, const Tensor* y) {
+  const long C = f->dims[1], R = f->dims[2], S = f->dims[3];
+  Direct d = {.ws = {C * R * S, R * S, S, 1}};
+  if (f->format == NHWC) d.ws[0] = R * S * C, d.ws[1] = 1, d.ws[2] = S * C, d.ws[3] = C;
+  for (int i = 0; i < 4; ++i) {
+    d.xd[i] = x->dims[i], d.xs[i] = x->strides[i], d.wd[i] = f->dims[i];
+    d.yd[i] = y->dims[i], d.ys[i] = y->strides[i];
+  }
+  for (int i = 0; i < 2; ++i)
+    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  return d;
+}
+
+/* dx = alpha * conv_backward_data(dy, w) + beta * dx: the gradient of the
+ * forward convolution dx -> dy with respect to its input, gathered per dx
+ * element (a transposed convolution of dy). */
+static void direct_conv_backward_data(const Direct* d, const float* dy, const float* w, float* dx,
+                                      float alpha, float beta, int as_tf32) {
+  long ws[4] = {d->ws[0], d->ws[1], d->ws[2], d->ws[3]};
+  if (env_on("FAKE_CUDNN_IGNORE_FORMAT")) {
+    ws[3] = 1, ws[2] = d->wd[3], ws[1] = ws[2] * d->wd[2], ws[0] = ws[1] * d->wd[1];
+  }
+  const long cg = d->wd[1], groups = d->xd[1] / cg, kg = d->wd[0] / groups;
+  for (long n = 0; n < d->xd[0]; ++n)
+    for (long c = 0; c < d->xd[1]; ++c)
+      for (long iy = 0; iy < d->xd[2]; ++iy)
+        for (long ix = 0; ix < d->xd[3]; ++ix) {
+          const long g = c / cg, ch = c % cg;
+          float acc = 0;
+          for (long k = g * kg; k < (g + 1) * kg; ++k)
+            for (long r = 0; r < d->wd[2]; ++r)
+              for (long s = 0; s < d->wd[3]; ++s) {
+                const long ty = iy + d->pad[0] - r * d->dilation[0];
+                const long tx = ix + d->pad[1] - s * d->dilation[1];
+                if (ty < 0 || tx < 0 || ty % d->stride[0] != 0 || tx % d->stride[1] != 0) continue;
+                const long oy = ty / d->stride[0], ox = tx / d->stride[1];
+                if (oy >= d->yd[2] || ox >= d->yd[3]) continue;
+                const float yv = dy[n * d->ys[0] + k * d->ys[1] + oy * d->ys[2] + ox * d->ys[3]];
+                const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
+                acc += as_tf32 ? tf32(yv) * tf32(wv) : yv * wv;
+              }
+          float* out = &dx[n * d->xs[0] + c * d->xs[1] + iy * d->xs[2] + ix * d->xs[3]];
+          *out = alpha * acc + (beta == 0.0f ? 0.0f : beta * *out);
+        }
+}
+
 int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const void* x,
                             const void* wd, const void* w, const void* cd, int algo,
                             void* workspace, size_t workspace_size, const void* beta,
@@ -261,18 +316,61 @@ int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const vo
   if (algo == FMA_ALGO) memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
   ++g_forward;
   if (algo == TF32_ALGO) ++g_tf32_runs;
-  /* Filters have a format, not strides: NCHW reads OIHW, NHWC reads OHWI. */
-  const long C = f->dims[1], R = f->dims[2], S = f->dims[3];
-  Direct d = {.ws = {C * R * S, R * S, S, 1}};
-  if (f->format == NHWC) d.ws[0] = R * S * C, d.ws[1] = 1, d.ws[2] = S * C, d.ws[3] = C;
-  for (int i = 0; i < 4; ++i) {
-    d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = f->dims[i];
-    d.yd[i] = yt->dims[i], d.ys[i] = yt->strides[i];
-  }
-  for (int i = 0; i < 2; ++i)
-    d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
+  Direct d = legacy_direct(xt, f, c, yt);
   direct_conv(&d, (const float*)x, (const float*)w, (float*)y, *(const float*)alpha,
               *(const float*)beta, algo == TF32_ALGO);
+  return OK;
+}
+
+int cudnnGetConvolutionBackwardDataAlgorithm_v7(void* h, const void* w, const void* dy,
+                                                const void* c, const void* dx, const int requested,
+                                                int* returned, Perf* perf) {
+  (void)h;
+  ++g_plans;
+  if (env_on("FAKE_CUDNN_REFUSE")) return NOT_SUPPORTED;
+  /* dy must be what the forward convolution of dx gives. */
+  if (!shapes_agree((const Tensor*)dx, (const Filter*)w, (const Conv*)c, (const Tensor*)dy)) {
+    return BAD_PARAM;
+  }
+  if (requested < 2) return BAD_PARAM;
+  memset(perf, 0, 2 * sizeof(Perf));
+  perf[0].algo = BWD_TF32_ALGO;
+  perf[0].math_type = 1; /* CUDNN_TENSOR_OP_MATH */
+  perf[1].algo = BWD_FMA_ALGO;
+  perf[1].memory = WORKSPACE;
+  perf[1].math_type = 3; /* CUDNN_FMA_MATH */
+  *returned = 2;
+  return OK;
+}
+
+int cudnnGetConvolutionBackwardDataWorkspaceSize(void* h, const void* w, const void* dy,
+                                                 const void* c, const void* dx, int algo,
+                                                 size_t* size) {
+  (void)h, (void)w, (void)dy, (void)c, (void)dx;
+  *size = algo == BWD_FMA_ALGO ? WORKSPACE : 0;
+  return OK;
+}
+
+int cudnnConvolutionBackwardData(void* h, const void* alpha, const void* wd, const void* w,
+                                 const void* dyd, const void* dy, const void* cd, int algo,
+                                 void* workspace, size_t workspace_size, const void* beta,
+                                 const void* dxd, void* dx) {
+  const Tensor* dyt = (const Tensor*)dyd;
+  const Tensor* dxt = (const Tensor*)dxd;
+  const Filter* f = (const Filter*)wd;
+  const Conv* c = (const Conv*)cd;
+  (void)h;
+  if (!((algo == BWD_FMA_ALGO && c->math == 3) || (algo == BWD_TF32_ALGO && c->math == 1))) {
+    return NOT_SUPPORTED;
+  }
+  if (algo == BWD_FMA_ALGO && (workspace == NULL || workspace_size < WORKSPACE)) return BAD_PARAM;
+  if (c->mode != 1 || !shapes_agree(dxt, f, c, dyt)) return BAD_PARAM;
+  if (algo == BWD_FMA_ALGO) memset(workspace, 0xab, WORKSPACE);
+  ++g_backward_data;
+  if (algo == BWD_TF32_ALGO) ++g_tf32_runs;
+  Direct d = legacy_direct(dxt, f, c, dyt);
+  direct_conv_backward_data(&d, (const float*)dy, (const float*)w, (float*)dx, *(const float*)alpha,
+                            *(const float*)beta, algo == BWD_TF32_ALGO);
   return OK;
 }
 
@@ -333,7 +431,7 @@ int cudnnTransformTensor(void* h, const void* alpha, const void* xd, const void*
   return OK;
 }
 
-/* ---- the backend ("graph") API: one forward convolution per graph ---- */
+/* ---- the backend ("graph") API: one convolution (forward or backward data) per graph ---- */
 
 enum {
   B_CONVOLUTION = 1,
@@ -342,6 +440,7 @@ enum {
   B_ENGINEHEUR = 4,
   B_PLAN = 5,
   B_CONV_FWD = 10,
+  B_CONV_BWD_DATA = 12,
   B_OPGRAPH = 15,
   B_VARIANT_PACK = 16,
   B_TENSOR = 17
@@ -367,7 +466,7 @@ typedef struct Backend {
   /* convolution */
   long pad[2], post_pad[2], stride[2], dilation[2], spatial;
   int comp, mode;
-  /* forward op */
+  /* convolution op: x -> y forward; for backward data x is dx and y is dy */
   struct Backend *x, *w, *y, *conv;
   float alpha, beta;
   /* operation graph / heuristics / config / plan */
@@ -406,6 +505,9 @@ static int copy_longs(long* out, int max, long n, const void* values) {
   return OK;
 }
 
+/* The operation type an operation attribute belongs to. */
+static int op_of(int name) { return name < 706 ? B_CONV_FWD : B_CONV_BWD_DATA; }
+
 int cudnnBackendSetAttribute(void* desc, int name, int type, int64_t n, const void* v) {
   Backend* b = (Backend*)desc;
   if (b->finalized) return BAD_PARAM; /* read-only once finalized */
@@ -441,24 +543,31 @@ int cudnnBackendSetAttribute(void* desc, int name, int type, int64_t n, const vo
     case 106:
       b->spatial = *(const int64_t*)v;
       return type == T_INT64 ? OK : BAD_PARAM;
+    /* forward (700-705) and backward-data (706-711) attributes, each on its own op */
     case 700:
+    case 706:
       b->alpha = *(const float*)v;
-      return type == T_FLOAT ? OK : BAD_PARAM;
+      return type == T_FLOAT && b->type == op_of(name) ? OK : BAD_PARAM;
     case 701:
+    case 707:
       b->beta = *(const float*)v;
-      return type == T_FLOAT ? OK : BAD_PARAM;
+      return type == T_FLOAT && b->type == op_of(name) ? OK : BAD_PARAM;
     case 702:
+    case 708:
       b->conv = *(Backend* const*)v;
-      return type == T_DESC ? OK : BAD_PARAM;
+      return type == T_DESC && b->type == op_of(name) ? OK : BAD_PARAM;
     case 703:
+    case 709:
       b->w = *(Backend* const*)v;
-      return type == T_DESC ? OK : BAD_PARAM;
-    case 704:
+      return type == T_DESC && b->type == op_of(name) ? OK : BAD_PARAM;
+    case 704: /* X */
+    case 710: /* DX */
       b->x = *(Backend* const*)v;
-      return type == T_DESC ? OK : BAD_PARAM;
-    case 705:
+      return type == T_DESC && b->type == op_of(name) ? OK : BAD_PARAM;
+    case 705: /* Y */
+    case 711: /* DY */
       b->y = *(Backend* const*)v;
-      return type == T_DESC ? OK : BAD_PARAM;
+      return type == T_DESC && b->type == op_of(name) ? OK : BAD_PARAM;
     case 800:
     case 400:
       b->handle = *(void* const*)v;
@@ -517,10 +626,12 @@ int cudnnBackendFinalize(void* desc) {
         }
       }
       break;
-    case B_CONV_FWD: {
+    case B_CONV_FWD:
+    case B_CONV_BWD_DATA: {
       if (!b->x || !b->w || !b->y || !b->conv || !b->conv->finalized) return BAD_PARAM;
       if (b->alpha != 1.0f || b->beta != 0.0f) return BAD_PARAM;
-      /* The output shape the convolution gives must be what `y` describes. */
+      /* y (dy for backward data) must have the shape the forward convolution of x
+       * (dx) gives. */
       const Backend *x = b->x, *w = b->w, *y = b->y, *c = b->conv;
       if (x->dims[1] % w->dims[1] != 0 || y->dims[0] != x->dims[0] || y->dims[1] != w->dims[0]) {
         return BAD_PARAM;
@@ -610,7 +721,7 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   if (!plan->finalized || plan->type != B_PLAN || !pack->finalized) return BAD_PARAM;
   const Backend* op = plan->cfg->graph->op;
   const Backend *xt = op->x, *wt = op->w, *yt = op->y, *c = op->conv;
-  const float* x = (const float*)pointer_of(pack, xt->uid);
+  float* x = (float*)pointer_of(pack, xt->uid);
   const float* w = (const float*)pointer_of(pack, wt->uid);
   float* y = (float*)pointer_of(pack, yt->uid);
   if (!x || !w || !y) return BAD_PARAM;
@@ -619,6 +730,7 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
     return BAD_PARAM; /* a pointer less aligned than its descriptor promised */
   }
   const int tensor_cores = plan->cfg->engine == 0;
+  const int backward_data = op->type == B_CONV_BWD_DATA;
   if (!tensor_cores) {
     if (pack->workspace == NULL) return BAD_PARAM;
     memset(pack->workspace, 0xcd, GRAPH_WORKSPACE); /* it must really be that big */
@@ -636,6 +748,10 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   }
   for (int i = 0; i < 2; ++i)
     d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
-  direct_conv(&d, x, w, y, 1.0f, 0.0f, tensor_cores);
+  if (backward_data) {
+    direct_conv_backward_data(&d, y, w, x, 1.0f, 0.0f, tensor_cores);
+  } else {
+    direct_conv(&d, x, w, y, 1.0f, 0.0f, tensor_cores);
+  }
   return OK;
 }
