@@ -254,6 +254,7 @@ def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
             for r in result.get("runs", [])
         ],
         "attention_calls_in_math_form": result.get("attention_calls_in_math_form"),
+        "timing": result.get("timing"),
         "closure_error": result.get("closure_error"),
         "peer_error": result.get("peer_error"),
         "step": exp.steps.get(f"zoo_{name}"),
@@ -323,6 +324,13 @@ def main() -> int:
         help="also compile and run the CPU test suite's models (tests/models/zoo.py) on CUDA: "
         "all of them, or those named",
     )
+    parser.add_argument(
+        "--zoo-timed",
+        default="",
+        metavar="a,b,...",
+        help="zoo models also run with CUDA-graph replay and timed against torch's runner, "
+        "one at a time on a quiet machine (after the issue's models)",
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -377,7 +385,10 @@ def main() -> int:
             compile_env,
         )
     zoo = zoo_models() if args.zoo == "all" else [m for m in (args.zoo or "").split(",") if m]
-    for name in zoo:  # correctness only: they may share the machine with the compiles
+    zoo_timed = [m for m in args.zoo_timed.split(",") if m]
+    zoo += [m for m in zoo_timed if m not in zoo]
+    for name in (m for m in zoo if m not in zoo_timed):
+        # Correctness only: they may share the machine with the compiles.
         jobs[f"zoo_{name}"] = (
             [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"), name, str(blobs)],
             compile_env,
@@ -402,6 +413,9 @@ def main() -> int:
     main_models = [m for m in models if m not in EXTRA_MODELS]
     for name in main_models:
         measure(name)
+    for name in zoo_timed:
+        exp.step(f"zoo_{name}", [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"),
+                 name, str(blobs), "--timed"], COMPILE_LIMIT, compile_env)  # fmt: skip
     # Stage 2b: interleaved rounds of the replay target (torch's default math on both sides).
     sides = ["slim", "torch", *(["baseline"] if args.baseline_tree else [])]
     round_models = [m for m in ISSUE_MODELS if m in models]

@@ -15,7 +15,12 @@ eager in both is the blob's (Inductor's), not the slim runtime's. The outputs co
 handed back in another shape than the exported program gives are listed (`shape_warnings`,
 shimkit.aot.outputs).
 
-    SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR
+With --timed (run alone on the machine: cuda_experiment.py --zoo-timed), the first input set
+also runs with CUDA-graph replay (whether it replays or why not, and whether three replays
+match eager), and the time per run of slim eager, slim replay and torch's runner on the same
+blob is measured (step_slim.timed and step_torch_runner.timed: five blocks, the median).
+
+    SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR [--timed]
 """
 
 from __future__ import annotations
@@ -77,14 +82,17 @@ def as_numpy(t: Any) -> np.ndarray:
     return t.double().numpy() if t.is_floating_point() else t.numpy()
 
 
-def run_peer(pt2: Path, input_sets: list[tuple[Any, ...]], work: Path) -> list[Any] | str:
-    """torch's runner's outputs for every input set (step_zoo_peer.py), or why there are none."""
+def run_peer(
+    pt2: Path, input_sets: list[tuple[Any, ...]], work: Path, timed: bool
+) -> dict[str, Any] | str:
+    """torch's runner's outputs for every input set (step_zoo_peer.py), and with `timed` its
+    time per run on the first; or why there are none."""
     import torch
 
     inputs, outputs = work / f"{pt2.stem}.peer-in.pt", work / f"{pt2.stem}.peer-out.pt"
     torch.save([[t.detach().cpu() for t in s] for s in input_sets], inputs)
     argv = [sys.executable, str(Path(__file__).with_name("step_zoo_peer.py")), str(pt2),
-            str(inputs), str(outputs)]  # fmt: skip
+            str(inputs), str(outputs), *(["--timed"] if timed else [])]  # fmt: skip
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_LIMIT)
     except subprocess.TimeoutExpired:
@@ -92,13 +100,35 @@ def run_peer(pt2: Path, input_sets: list[tuple[Any, ...]], work: Path) -> list[A
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
         return f"torch's runner failed (rc {done.returncode}): {' | '.join(tail)}"
-    result: list[Any] = torch.load(outputs, weights_only=True)
+    result: dict[str, Any] = torch.load(outputs, weights_only=True)
     return result
+
+
+def replay_and_timing(
+    pt2: Path, first: tuple[Any, ...], expected: list[Any], slim: Any, rtol: float
+) -> dict[str, Any]:
+    """The first input set with CUDA-graph replay (status, three replays against eager), and
+    slim eager's and replay's time per run."""
+    import shimkit.runtime
+    from step_slim import timed
+
+    replaying = shimkit.runtime.load(pt2, device="cuda", graphs=True)
+    try:
+        replays = [replaying(*first) for _ in range(3)]
+        return {
+            "graph_status": replaying.graph_status,
+            "replay_matches": [compare(r, expected, rtol)["match"] for r in replays],
+            "slim_eager_us": timed(slim, list(first))["us_per_run"],
+            "slim_replay_us": timed(replaying, list(first))["us_per_run"],
+        }
+    finally:
+        replaying.close()
 
 
 def main() -> int:
     faulthandler.enable()
     out, name, work = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    timed = "--timed" in sys.argv[4:]
     import shimkit.runtime
     import torch
     from shimkit.aot.attention import decompose_attention
@@ -155,6 +185,9 @@ def main() -> int:
                 run["exported_program_shapes"] = [list(t.shape) for t in program]
             report["runs"].append(run)
             save()
+    if timed:
+        report["timing"] = replay_and_timing(pt2, input_sets[0], eager_outputs[0], slim, zoo.rtol)
+        save()
     slim.close()
     # Convolutions on cuDNN and on the host (the fallback), over every run.
     report["conv_on_cudnn_host"] = [
@@ -164,12 +197,18 @@ def main() -> int:
     report["match"] = all(r["match"] for r in report["runs"])
     save()
     # The peer: torch's runner on the same blob, against eager and against the slim runtime.
-    peer = run_peer(pt2, input_sets, work)
+    peer = run_peer(pt2, input_sets, work, timed)
     if isinstance(peer, str):
         report["peer_error"] = peer
     else:
+        if timed:
+            timing = report["timing"]
+            timing["torch_runner_us"] = peer["first_input_timing"]["us_per_run"]
+            for side in ("eager", "replay"):
+                ratio = timing[f"slim_{side}_us"] / timing["torch_runner_us"]
+                timing[f"{side}_vs_torch"] = round(ratio, 2)
         for run, got, expected, theirs in zip(
-            report["runs"], slim_outputs, eager_outputs, peer, strict=True
+            report["runs"], slim_outputs, eager_outputs, peer["outputs"], strict=True
         ):
             run["peer_vs_eager"] = compare([as_numpy(t) for t in theirs], expected, zoo.rtol)
             run["slim_vs_peer"] = compare(got, theirs, zoo.rtol)

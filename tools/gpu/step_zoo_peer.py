@@ -3,10 +3,11 @@
 The blob of the package step_zoo.py compiled runs on torch's `AOTIModelContainerRunnerCuda`
 with shimkit's forwarding library global (as in step_torch_runner.py), on every input set
 step_zoo.py saved; the outputs are saved for step_zoo.py to compare with the slim runtime's
-and with eager. Its own process: the forwarding library and the slim CUDA shims export the
-same prefixed names, so one process holds one of them.
+and with eager, with --timed also its time per run on the first input set
+(step_torch_runner.timed). Its own process: the forwarding library and the slim CUDA shims
+export the same prefixed names, so one process holds one of them.
 
-    python3 step_zoo_peer.py PACKAGE.pt2 INPUTS.pt OUTPUTS.pt
+    python3 step_zoo_peer.py PACKAGE.pt2 INPUTS.pt OUTPUTS.pt [--timed]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def main() -> int:
     from shimkit.aot.pt2 import read_blobs
     from shimkit.config import load_config
     from shimkit.header import find_torch, shim_names
-    from step_torch_runner import make_runner
+    from step_torch_runner import make_runner, timed
 
     # step_zoo.py's math: true float32 (torch's default would run convolutions in TF32).
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -41,7 +42,10 @@ def main() -> int:
         for inputs in input_sets:
             got = runner.run([t.cuda() for t in inputs])
             outputs.append([t.cpu() for t in got])
-    torch.save(outputs, out)
+        saved: dict[str, object] = {"outputs": outputs}
+        if "--timed" in sys.argv[4:]:
+            saved["first_input_timing"] = timed(torch, runner, [t.cuda() for t in input_sets[0]])
+    torch.save(saved, out)
     return 0
 
 
