@@ -51,6 +51,8 @@ SHIM_CORE_SOURCES = [
     "shims/shim_conv.cpp",
     "shims/shim_core.cpp",
     "shims/shim_embedding.cpp",
+    "shims/shim_grid_sample.cpp",
+    "shims/shim_histogram.cpp",
     "shims/shim_index.cpp",
     "shims/shim_ops_cpu.cpp",
     "shims/shim_pool.cpp",

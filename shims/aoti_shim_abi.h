@@ -208,6 +208,13 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x1,
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle self, double p,
                                                             AtenTensorHandle* ret0);
 
+// Histograms and volumetric grid sampling (shim_histogram.cpp, shim_grid_sample.cpp).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self, int64_t bins, double min,
+                                                   double max, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_grid_sampler_3d(
+    AtenTensorHandle input, AtenTensorHandle grid, int64_t interpolation_mode, int64_t padding_mode,
+    int32_t align_corners, AtenTensorHandle* ret0);
+
 // Selections sized by the data (shim_select.cpp).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_masked_select(AtenTensorHandle self,

@@ -156,6 +156,11 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
                                                           double alpha);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
                                                              AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min,
+                                                    double max, AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_grid_sampler_3d(
+    AtenTensorHandle input, AtenTensorHandle grid, int64_t interpolation_mode, int64_t padding_mode,
+    int32_t align_corners, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
                                                      AtenTensorHandle batch2, double beta,
                                                      double alpha, AtenTensorHandle* ret0);

@@ -1,7 +1,7 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
 // topk, the order statistics, embedding_bag, index_reduce, scatter_reduce,
 // large-window pooling, baddbmm, addbmm, nonzero, masked_select, cummax,
-// cummin, cdist, pdist), run by their CPU
+// cummin, cdist, pdist, histc, grid_sampler_3d), run by their CPU
 // shims on host mirrors of the device tensors (host_fallback.h). Inductor
 // turns most index, scan, search and pooling ops of a CUDA model into Triton
 // kernels; these are the ones it leaves to ATen.
@@ -315,6 +315,28 @@ AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
     cu::HostMirrors host;
     cu::results_on_host<1>(cu::cuda_device_of(self, "pdist"), {ret0}, [&](auto& out) {
       return aoti_torch_cpu__pdist_forward(host(self), p, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min, double max,
+                                     AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(self, "histc"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_histc(host(self), bins, min, max, &out[0].h);
+    });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_grid_sampler_3d(AtenTensorHandle input, AtenTensorHandle grid,
+                                               int64_t interpolation_mode, int64_t padding_mode,
+                                               int32_t align_corners, AtenTensorHandle* ret0) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::HostMirrors host;
+    cu::results_on_host<1>(cu::cuda_device_of(input, "grid_sampler_3d"), {ret0}, [&](auto& out) {
+      return aoti_torch_cpu_grid_sampler_3d(host(input), host(grid), interpolation_mode,
+                                            padding_mode, align_corners, &out[0].h);
     });
   });
 }

@@ -2,7 +2,7 @@
 before it writes the package (the linter's SK004 with T's names as the provider).
 
 Fast tests build images by hand (no torch compile); the slow one compiles a real model
-using an op the slim CPU shims lack (torch.histc): it fails naming the op and the fix,
+using an op the slim CPU shims lack (torch.gcd): it fails naming the op and the fix,
 writes nothing, and compiles for --target libtorch (torch's runner has the op); another
 (an embedding with max_norm) leaves an op to libtorch's proxy executor and fails naming it.
 """
@@ -27,16 +27,16 @@ ENTRIES = [
     "AOTInductorModelContainerDelete",
     "AOTInductorModelContainerRun",
 ]
-HISTC = "aoti_torch_cpu_histc"
-HISTOGRAM_MODEL = """
+GCD = "aoti_torch_cpu_gcd"
+GCD_MODEL = """
 import torch
 
-class Histogram(torch.nn.Module):
-    def forward(self, x):
-        return torch.histc(x, bins=4, min=0.0, max=1.0) + 1.0
+class Divisors(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.gcd(a, b) + 1
 
-model = Histogram()
-example_inputs = (torch.rand(16),)
+model = Divisors()
+example_inputs = (torch.arange(1, 17), torch.full((16,), 12))
 """
 
 
@@ -70,13 +70,13 @@ def test_slim_cpu_names_are_the_built_librarys_prefixed_exports(
     config: ShimConfig, slim_cpu: frozenset[str]
 ) -> None:
     assert config.prefixed("aoti_torch_get_dim") in slim_cpu
-    assert config.prefixed(HISTC) not in slim_cpu
+    assert config.prefixed(GCD) not in slim_cpu
     assert all(config.is_prefixed_family(n) for n in slim_cpu) and len(slim_cpu) > 50
 
 
 def test_libtorch_names_are_torchs_shims_prefixed(config: ShimConfig) -> None:
     names = provided_names(TARGETS["libtorch"], config)
-    assert config.prefixed(HISTC) in names and config.prefixed("aoti_torch_get_dim") in names
+    assert config.prefixed(GCD) in names and config.prefixed("aoti_torch_get_dim") in names
     assert config.prefixed("aoti_torch_no_such_shim") not in names
 
 
@@ -101,11 +101,11 @@ def test_missing_shims_are_named_with_the_fix(config: ShimConfig, slim_cpu: froz
     target = TARGETS["slim-cpu"]
     clean = blob(config, ["aoti_torch_get_dim", "aoti_torch_get_data_ptr"])
     assert blob_problems(clean, config, target, slim_cpu) == []  # positive control
-    image = blob(config, ["aoti_torch_get_dim", HISTC, "aoti_torch_cpu_zzz_made_up"])
+    image = blob(config, ["aoti_torch_get_dim", GCD, "aoti_torch_cpu_zzz_made_up"])
     found = blob_problems(image, config, target, slim_cpu)
     assert [f.rule_id for f in found] == ["SK004", "SK004"]
     line = problems_line(image, found, target)
-    assert config.prefixed(HISTC) in line and config.prefixed("aoti_torch_cpu_zzz_made_up") in line
+    assert config.prefixed(GCD) in line and config.prefixed("aoti_torch_cpu_zzz_made_up") in line
     assert "--target libtorch" in line and "\n" not in line
     assert blob_problems(image, config, None, None) == []  # no target: no closure check
 
@@ -196,14 +196,14 @@ def test_a_model_the_slim_shims_cannot_serve_fails_compile(
     pytest.importorskip("torch")
     from shimkit.cli import main
 
-    model = tmp_path / "histogram.py"
-    model.write_text(HISTOGRAM_MODEL)
-    out = tmp_path / "histogram.pt2"
+    model = tmp_path / "divisors.py"
+    model.write_text(GCD_MODEL)
+    out = tmp_path / "divisors.pt2"
     assert main(["compile", str(model), "-o", str(out)]) == 1  # --target slim-cpu
     err = capsys.readouterr().err
     [line] = [ln for ln in err.splitlines() if ln.startswith("shimkit: error: ")]
-    assert config.prefixed(HISTC) in line and "--target libtorch" in line
-    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["histogram.py"]
+    assert config.prefixed(GCD) in line and "--target libtorch" in line
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["divisors.py"]
     # Positive control: torch's runner has the op, so the libtorch target compiles.
     assert main(["compile", str(model), "-o", str(out), "--target", "libtorch"]) == 0
     assert "--target libtorch" in capsys.readouterr().out and out.is_file()
@@ -239,4 +239,4 @@ def test_slim_cuda_names_come_from_the_cuda_shim_library(config: ShimConfig) -> 
     names = provided_names(TARGETS["slim-cuda"], config)
     assert config.prefixed("aoti_torch_create_cuda_stream_guard") in names
     assert config.prefixed("aoti_torch_get_dim") in names  # the shared shim core
-    assert config.prefixed(HISTC) not in names
+    assert config.prefixed(GCD) not in names

@@ -386,6 +386,8 @@ def fallbacks(s: Shims) -> dict[str, Any]:
     scatter_index = np.array([[0, 1, 0], [2, 0, 1]], dtype=np.int64)
     scatter_src = rng.standard_normal((2, 3), dtype=np.float32)
     base = rng.standard_normal((3, 3), dtype=np.float32)
+    volume = rng.standard_normal((1, 2, 3, 4, 5), dtype=np.float32)
+    grid = rng.uniform(-1.2, 1.2, (1, 2, 3, 2, 3)).astype(np.float32)
     results: dict[str, list[np.ndarray]] = {}
     for dev, make in (("cpu", s.host), ("cuda", s.device)):
         outs = [ctypes.c_void_p() for _ in range(4)]
@@ -450,6 +452,13 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         s.call(f"aoti_torch_{dev}_addbmm", make(base[:, :1].copy()), batch1, batch2, F64(0.5),
                F64(2.0), ctypes.byref(summed))  # fmt: skip
         pooled += [rows_apart, summed]
+        # histc and grid_sampler_3d (a grid reaching past the volume: border padding).
+        counts, warped = ctypes.c_void_p(), ctypes.c_void_p()
+        s.call(f"aoti_torch_{dev}_histc", make(base), I64(4), F64(-1.0), F64(1.0),
+               ctypes.byref(counts))  # fmt: skip
+        s.call(f"aoti_torch_{dev}_grid_sampler_3d", make(volume), make(grid), I64(0), I64(1),
+               I32(0), ctypes.byref(warped))  # fmt: skip
+        pooled += [counts, warped]
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value

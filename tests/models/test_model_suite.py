@@ -57,6 +57,7 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_mode",
         "aoti_torch_cpu_median",
         "aoti_torch_cpu_nanmedian",
+        "aoti_torch_cpu_histc",
     ],
     "reduced_precision": ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_convolution"],
     "dynamic_mlp": ["aoti_torch_cpu_addmm_out"],
@@ -75,6 +76,7 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu_convolution",  # 3-D, plain and transposed
         "aoti_torch_cpu_avg_pool3d",
         "aoti_torch_cpu__adaptive_avg_pool3d",
+        "aoti_torch_cpu_grid_sampler_3d",
     ],
 }
 

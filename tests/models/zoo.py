@@ -327,8 +327,8 @@ class Recommender(nn.Module):
 
 class IndexOps(nn.Module):
     """scatter_reduce, scatter_add, index_reduce, cumprod, logcumsumexp, searchsorted,
-    bucketize, topk and the order statistics (kthvalue, mode, median, nanmedian) on a small
-    projection of the input."""
+    bucketize, topk, the order statistics (kthvalue, mode, median, nanmedian) and a
+    histogram (histc) on a small projection of the input."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -348,9 +348,10 @@ class IndexOps(nn.Module):
         second = torch.kthvalue(y, 2, dim=1)
         common = torch.mode(torch.round(y * 2), dim=0)
         centred = y - y.median() + y.nanmedian()
+        hist = torch.histc(torch.tanh(y), bins=5, min=-1.0, max=1.0)
         return (
             amax, mean, added, prod, *cum, *pos, top.values, top.indices, second.values,
-            second.indices, common.values, common.indices, centred,
+            second.indices, common.values, common.indices, centred, hist,
         )  # fmt: skip
 
 
@@ -426,8 +427,10 @@ class VideoNet(nn.Module):
     """A small video classifier with a segmentation-style head: a 3-D stem, an R(2+1)D
     block (spatial 1x3x3 then temporal 3x1x1 convolutions), a depthwise 3-D convolution,
     a transposed 3-D convolution back up (output padding beyond its padding), and global
-    3-D pooling into a classifier. Its input is channels_last_3d: at batch 1 ATen runs the
-    stem on its slow 3-D kernel, whose contiguous output the blob is compiled against."""
+    3-D pooling into a classifier, and a spatial-transformer warp of the features (a learned
+    3-D affine grid sampled trilinearly with border padding: grid_sampler_3d). Its input is
+    channels_last_3d: at batch 1 ATen runs the stem on its slow 3-D kernel, whose contiguous
+    output the blob is compiled against."""
 
     def __init__(self, c: int = 8, classes: int = 5) -> None:
         super().__init__()
@@ -439,9 +442,14 @@ class VideoNet(nn.Module):
         self.depthwise = nn.Conv3d(2 * c, 2 * c, 3, 2, 1, groups=2 * c)
         self.up = nn.ConvTranspose3d(2 * c, c, 2, 2, 0, output_padding=(0, 1, 1), dilation=2)
         self.fc = nn.Linear(3 * c, classes)
+        # Near the identity: a slight rotation, scale and shift.
+        theta = torch.eye(3, 4) + 0.1 * torch.randn(3, 4)
+        self.theta = nn.Parameter(theta.unsqueeze(0))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.stem(x)
+        grid = F.affine_grid(self.theta.expand(h.shape[0], 3, 4), list(h.shape), False)
+        h = h + F.grid_sample(h, grid, "bilinear", "border", align_corners=False)
         h = F.relu(self.temporal(F.relu(self.spatial(h))) + h.repeat(1, 2, 1, 1, 1))
         d = F.relu(self.depthwise(h))
         up = self.up(d)
