@@ -21,6 +21,11 @@ namespace shimkit {
 // loop nest serves both, and a library call takes the last `spatial` entries.
 constexpr int kConvDims = 3;
 
+// The first entry of a spatial array a convolution of `spatial` dims uses:
+// library calls take the last `spatial` entries (height and width of a 2-D
+// one).
+constexpr int first_used_dim(int spatial) { return kConvDims - spatial; }
+
 // Spatial parameters, indexed depth, height, width.
 struct ConvParams {
   int64_t stride[kConvDims] = {1, 1, 1};
@@ -41,7 +46,8 @@ inline void read_conv_list(const int64_t* values, int64_t len, int64_t spatial, 
   }
   if (len > 0 && values == nullptr) throw ShimError(std::string("null ") + what);
   for (int i = 0; i < kConvDims; ++i) out[i] = fill;
-  for (int64_t i = 0; i < spatial; ++i) out[kConvDims - spatial + i] = values[len == 1 ? 0 : i];
+  const int first = first_used_dim(static_cast<int>(spatial));
+  for (int64_t i = 0; i < spatial; ++i) out[first + i] = values[len == 1 ? 0 : i];
 }
 
 inline ConvParams read_conv_params(int64_t spatial, const int64_t* stride, int64_t stride_len,
@@ -99,7 +105,7 @@ struct ConvShape {
   }
   // The last `spatial` entries of a spatial array, as a library call takes them.
   std::vector<int64_t> used(const int64_t* values) const {
-    return std::vector<int64_t>(values + kConvDims - spatial, values + kConvDims);
+    return std::vector<int64_t>(values + first_used_dim(spatial), values + kConvDims);
   }
 
  private:

@@ -143,7 +143,7 @@ std::unique_ptr<ConvPlan> make_plan(const ConvShape& s, const ConvParams& p, boo
   // padding less output_padding, at least 0: see `reach` above).
   dnnl_dims_t strides{}, dilates{}, pad_l{}, pad_r{};
   for (int i = 0; i < s.spatial; ++i) {
-    const int d = kConvDims - s.spatial + i;
+    const int d = first_used_dim(s.spatial) + i;
     strides[i] = p.stride[d];
     dilates[i] = p.dilation[d] - 1;
     pad_l[i] = p.padding[d];
@@ -442,7 +442,7 @@ void fill_tail(const SlimTensor& out, const ConvShape& s, const int64_t reach[kC
   float* o = static_cast<float*>(out.data_ptr());
   const auto& st = out.strides();
   int64_t at[kConvDims] = {0, 0, 0};  // spatial strides, depth first (0 for 4-D depth)
-  for (int i = 0; i < s.spatial; ++i) at[kConvDims - s.spatial + i] = st[2 + i];
+  for (int i = 0; i < s.spatial; ++i) at[first_used_dim(s.spatial) + i] = st[2 + i];
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t c = 0; c < s.oc; ++c) {
       const float value = bias != nullptr ? static_cast<const float*>(bias->data_ptr())[c] : 0.0f;

@@ -63,6 +63,9 @@ void select_sorted(const SlimTensor& self, int64_t dim, int64_t k, bool largest,
       self.dim() == 0 ? -1 : dim);
 }
 
+// The number of elements along dim `d` (wrapped); a 0-D tensor has one.
+int64_t length_along(const SlimTensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.sizes()[d]; }
+
 void dispatch(const SlimTensor& self, int64_t dim, int64_t k, bool largest, bool stable,
               const SlimTensor& values, const SlimTensor& indices) {
   dispatch_numeric_or_bool(self.dtype(), "sort", [&](auto tag) {
@@ -258,7 +261,7 @@ AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim
     check_out(ret1);
     const SlimTensor& t = as_tensor(self);
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
-    const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
+    const int64_t len = shimkit::length_along(t, d);
     if (k < 0 || k > len) throw ShimError("k " + std::to_string(k) + " out of range");
     std::vector<int64_t> sizes = t.sizes().vec();
     if (t.dim() > 0) sizes[d] = k;
@@ -281,7 +284,7 @@ AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable
     check_out(ret1);
     const SlimTensor& t = as_tensor(self);
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
-    const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
+    const int64_t len = shimkit::length_along(t, d);
     const std::vector<int64_t> strides =
         shimkit::dense_strides_like(t.sizes().vec(), t.strides().vec());
     SlimTensor values = SlimTensor::empty(t.sizes().data(), strides.data(), t.dim(), t.dtype(),
@@ -303,7 +306,7 @@ AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self, int64_t k, int64_t
     check_out(ret1);
     const SlimTensor& t = as_tensor(self);
     const int64_t d = shimkit::wrap_dim(dim, t.dim());
-    const int64_t len = t.dim() == 0 ? 1 : t.sizes()[d];
+    const int64_t len = shimkit::length_along(t, d);
     if (k < 1 || k > len) {
       throw ShimError("kthvalue: k " + std::to_string(k) + " out of range for a dimension of " +
                       std::to_string(len));

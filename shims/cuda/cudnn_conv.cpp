@@ -253,7 +253,7 @@ std::unique_ptr<GraphPlan> make_graph_plan(void* handle, const ConvArgs& a, cons
   const int mode = kCudnnCrossCorrelation;
   // ConvParams are depth, height, width: the last `spatial` of them.
   const int64_t spatial = a.dims - 2;
-  const int64_t first = kConvDims - spatial;
+  const int first = first_used_dim(static_cast<int>(spatial));
   conv->set(kAttrConvCompType, kTypeDataType, 1, &compute)
       .set(kAttrConvMode, kTypeConvolutionMode, 1, &mode)
       .set(kAttrConvSpatialDims, kTypeInt64, 1, &spatial)
@@ -368,7 +368,7 @@ std::unique_ptr<LegacyPlan> make_legacy_plan(void* handle, const ConvArgs& a, in
   ok(d.set_filter(plan->w, a.data_type, w_format, nd, ws.data()), "cudnnSetFilterNdDescriptor");
   ok(d.create_conv(&plan->conv), "cudnnCreateConvolutionDescriptor");
   // ConvParams are depth, height, width: the last nd - 2 of them.
-  const int spatial = nd - 2, first = kConvDims - spatial;
+  const int spatial = nd - 2, first = first_used_dim(spatial);
   const std::vector<int> pad = ints(p.padding + first, spatial);
   const std::vector<int> stride = ints(p.stride + first, spatial);
   const std::vector<int> dilation = ints(p.dilation + first, spatial);

@@ -254,6 +254,7 @@ def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
             for r in result.get("runs", [])
         ],
         "attention_calls_in_math_form": result.get("attention_calls_in_math_form"),
+        "conv_on_cudnn_host": result.get("conv_on_cudnn_host"),
         "timing": result.get("timing"),
         "closure_error": result.get("closure_error"),
         "peer_error": result.get("peer_error"),
