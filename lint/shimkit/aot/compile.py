@@ -82,6 +82,20 @@ def prepare_output(output: str | Path, force: bool) -> Path:
     return out
 
 
+def stop_compile_workers() -> None:
+    """Shuts down the compile-worker pools torch started in this process.
+
+    torch keeps them for the process, and they inherited the compile's private TMPDIR,
+    which is removed when the compile ends: a later compile in the same process (a
+    notebook, a script compiling several models) would send its Triton kernels to workers
+    that write their .ptx into the removed folder (found on CUDA: every compile after the
+    first failed). The next compile starts fresh workers in its own folder.
+    """
+    import torch._inductor.async_compile as async_compile
+
+    async_compile.shutdown_compile_workers()
+
+
 def package_blobs(
     torch: ModuleType,
     exported: Any,
@@ -98,15 +112,18 @@ def package_blobs(
     """
     try:
         with private_tempdir("compile"):
-            if show_progress:
-                with progress(f"compiling {label} with AOTInductor"):
+            try:
+                if show_progress:
+                    with progress(f"compiling {label} with AOTInductor"):
+                        torch._inductor.aoti_compile_and_package(
+                            exported, package_path=str(temp), inductor_configs=options
+                        )
+                else:
                     torch._inductor.aoti_compile_and_package(
                         exported, package_path=str(temp), inductor_configs=options
                     )
-            else:
-                torch._inductor.aoti_compile_and_package(
-                    exported, package_path=str(temp), inductor_configs=options
-                )
+            finally:
+                stop_compile_workers()
     except ShimkitError:
         raise
     except Exception as exc:

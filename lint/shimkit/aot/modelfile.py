@@ -16,9 +16,15 @@ EXPORTED_SUFFIXES = (".pt2", ".ep")
 
 
 def one_paragraph(exc: BaseException, limit: int = 800) -> str:
-    """An exception as `Type: first paragraph`, whitespace collapsed, bounded."""
+    """An exception as `Type: first paragraph`, whitespace collapsed, bounded. A first
+    paragraph that only announces what follows (it ends in a colon, as torch's "An exception
+    occurred in a subprocess:" before a worker's traceback) gets the message's last line,
+    which names the error that was raised."""
     text = str(exc).strip()
     paragraph = text.split("\n\n", 1)[0]
+    last_line = text.splitlines()[-1].strip() if text else ""
+    if paragraph.rstrip().endswith(":") and last_line and last_line not in paragraph:
+        paragraph = f"{paragraph} ... {last_line}"
     flat = " ".join(paragraph.split()) or "(no message)"
     if len(flat) > limit:
         flat = flat[: limit - 3] + "..."
