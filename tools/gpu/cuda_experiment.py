@@ -202,7 +202,7 @@ def model_table(exp: Experiment, models: list[str]) -> dict[str, dict[str, objec
             "graph_status": get(slim, "replay", "graph_status_after"),
             "torch_matches_eager": get(torch_side, "float32", "match"),
             "calls_per_eager_run": get(slim, "eager", "calls_per_run"),
-            "attention_calls_in_math_form": get(compiled, "attention_calls_in_math_form"),
+            "math_form": get(compiled, "math_form"),
             "closure_error": get(compiled, "closure_error"),
             "lint_error": get(slim, "eager", "lint_error"),
             "errors": {
@@ -253,7 +253,7 @@ def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
             (r.get("input_shapes"), r.get("match"), r.get("max_rel_diff"))
             for r in result.get("runs", [])
         ],
-        "attention_calls_in_math_form": result.get("attention_calls_in_math_form"),
+        "math_form": result.get("math_form"),
         "conv_on_cudnn_host": result.get("conv_on_cudnn_host"),
         "timing": result.get("timing"),
         "closure_error": result.get("closure_error"),

@@ -25,8 +25,7 @@ import numpy as np
 def main() -> int:
     name, out = sys.argv[1], Path(sys.argv[2])
     import torch
-    from shimkit.aot.attention import decompose_attention
-    from shimkit.aot.compile import compile_exported, export_program
+    from shimkit.aot.compile import compile_exported, export_program, in_math_form
     from shimkit.aot.pt2 import read_blobs
     from shimkit.config import load_config
     from shimkit.elf import read_elf
@@ -47,7 +46,7 @@ def main() -> int:
     start = time.perf_counter()
     exported = export_program(torch, model, inputs, name)
     if not cpu:
-        exported, report["attention_calls_in_math_form"] = decompose_attention(torch, exported)
+        exported, report["math_form"] = in_math_form(torch, exported, True, True)
     pt2 = out / f"{name}.pt2"
     target = "slim-cpu" if cpu else "slim-cuda"
     try:

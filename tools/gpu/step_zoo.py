@@ -131,8 +131,7 @@ def main() -> int:
     timed = "--timed" in sys.argv[4:]
     import shimkit.runtime
     import torch
-    from shimkit.aot.attention import decompose_attention
-    from shimkit.aot.compile import compile_exported
+    from shimkit.aot.compile import compile_exported, in_math_form
     from shimkit.errors import ShimkitError
     from shimkit.runtime.cuda import cuda_runtime
 
@@ -151,7 +150,7 @@ def main() -> int:
     input_sets = [tuple(to_device(v, "cuda") for v in inputs) for inputs in input_sets]
     start = time.perf_counter()
     exported = torch.export.export(model, input_sets[0], dynamic_shapes=zoo.dynamic_shapes)
-    exported, report["attention_calls_in_math_form"] = decompose_attention(torch, exported)
+    exported, report["math_form"] = in_math_form(torch, exported, True, True)
     pt2 = work / f"zoo_{name}.pt2"
     try:
         compiled = compile_exported(exported, pt2, force=True, label=name, show_progress=False,

@@ -255,6 +255,33 @@ def compile_exported(
     )
 
 
+def in_math_form(
+    torch: ModuleType, exported: Any, attention: bool, rnn_cells: bool
+) -> tuple[Any, list[str]]:
+    """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
+    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
+    per kind rewritten, saying so."""
+    from shimkit.aot.attention import decompose_attention
+    from shimkit.aot.rnn_cells import decompose_rnn_cells
+
+    notes = []
+    if attention:
+        exported, count = decompose_attention(torch, exported)
+        if count:
+            notes.append(
+                f"{count} scaled_dot_product_attention call(s) compiled in their math form "
+                "(Inductor generates the kernels; no attention fallback shim)"
+            )
+    if rnn_cells:
+        exported, count = decompose_rnn_cells(torch, exported)
+        if count:
+            notes.append(
+                f"{count} GRU/LSTM cell call(s) compiled in their math form (Inductor generates "
+                "the kernels; torch's fused CUDA cells have no C shim)"
+            )
+    return exported, notes
+
+
 def compile_model(
     model: Any,
     example_inputs: tuple[Any, ...],
@@ -265,17 +292,15 @@ def compile_model(
     target: str | None = DEFAULT_TARGET,
     device: str = "cpu",
     decompose_attention: bool = False,
+    decompose_rnn_cells: bool = False,
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
-    compile_exported; `decompose_attention`: attention in its math form first,
-    `shimkit.aot.attention`)."""
+    compile_exported; `decompose_attention` and `decompose_rnn_cells`: those fallbacks in
+    their math form first, `in_math_form`)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
-    if decompose_attention:
-        from shimkit.aot.attention import decompose_attention as to_math
-
-        exported, _ = to_math(torch, exported)
+    exported, _ = in_math_form(torch, exported, decompose_attention, decompose_rnn_cells)
     return compile_exported(
         exported,
         output,

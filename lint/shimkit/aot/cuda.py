@@ -47,7 +47,8 @@ def compile_cuda(
 ) -> CompileResult:
     """Export `model` on CUDA example inputs and compile it into a prefixed .pt2 for
     `target` (a ShimkitError names what keeps the blob from loading there). With
-    `decompose_attention` (default) attention is compiled in its math form."""
+    `decompose_attention` (default) attention is compiled in its math form; for the slim
+    target, GRU and LSTM cells are too (their fused CUDA kernels have no C shim)."""
     require_cuda_torch(require_torch())
     return compile_model(
         model,
@@ -59,4 +60,5 @@ def compile_cuda(
         target=target,
         device="cuda",
         decompose_attention=decompose_attention,
+        decompose_rnn_cells=target != "libtorch",
     )

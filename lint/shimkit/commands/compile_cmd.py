@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # torch is imported only here, so `shimkit --help` stays fast without it.
-    from shimkit.aot.compile import compile_exported, export_program
+    from shimkit.aot.compile import compile_exported, export_program, in_math_form
     from shimkit.aot.modelfile import EXPORTED_SUFFIXES, load_exported_program, load_model_file
     from shimkit.aot.torchenv import require_torch
     from shimkit.fileio import check_output
@@ -83,15 +83,12 @@ def run(args: argparse.Namespace) -> int:
         if cuda:
             model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
         exported = export_program(torch, model, inputs, str(source))
-    if cuda if args.decompose_attention is None else args.decompose_attention:
-        from shimkit.aot.attention import decompose_attention
-
-        exported, count = decompose_attention(torch, exported)
-        if count:
-            print(
-                f"{source}: {count} scaled_dot_product_attention call(s) compiled in their math "
-                "form (Inductor generates the kernels; no attention fallback shim)"
-            )
+    attention = cuda if args.decompose_attention is None else args.decompose_attention
+    # torch's runner has the fused CUDA RNN cells (through its proxy executor); slim runtimes not.
+    rnn_cells = cuda and target != "libtorch"
+    exported, notes = in_math_form(torch, exported, attention, rnn_cells)
+    for note in notes:
+        print(f"{source}: {note}")
     result = compile_exported(
         exported,
         output,
