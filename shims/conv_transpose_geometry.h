@@ -1,8 +1,8 @@
 // Transposed-convolution geometry (nn.ConvTranspose1d/2d/3d: what Inductor passes
 // to aoti_torch_cpu_convolution with transposed=1), shared by the CPU
-// implementations and any device port: argument checks, the output size and
-// the output memory format (ATen's rule for convolutions, conv_geometry.h).
-// The weight is [C_in, C_out / groups, *kernel].
+// implementations and any device port: the ABI's arguments read, argument checks, the output size
+// and the output memory format (ATen's rule for convolutions, conv_geometry.h). The weight is
+// [C_in, C_out / groups, *kernel].
 #ifndef SHIMKIT_SHIMS_CONV_TRANSPOSE_GEOMETRY_H_
 #define SHIMKIT_SHIMS_CONV_TRANSPOSE_GEOMETRY_H_
 
@@ -18,6 +18,32 @@ namespace shimkit {
 struct ConvTranspose {
   int64_t output_padding[kConvDims] = {0, 0, 0};
 };
+
+// A convolution's arguments as the shim ABI passes them (aoti_torch_*_convolution):
+// the spatial parameters and, for a transposed one, the output padding.
+struct ConvArguments {
+  ConvParams params;
+  ConvTranspose transpose;
+  bool transposed = false;
+  // The output padding for a transposed convolution, null for a plain one.
+  const ConvTranspose* transposed_by() const { return transposed ? &transpose : nullptr; }
+};
+
+inline ConvArguments read_conv_arguments(int64_t spatial, const int64_t* stride, int64_t stride_len,
+                                         const int64_t* padding, int64_t padding_len,
+                                         const int64_t* dilation, int64_t dilation_len,
+                                         int32_t transposed, const int64_t* output_padding,
+                                         int64_t output_padding_len) {
+  ConvArguments a;
+  a.params =
+      read_conv_params(spatial, stride, stride_len, padding, padding_len, dilation, dilation_len);
+  a.transposed = transposed != 0;
+  if (a.transposed) {
+    read_conv_list(output_padding, output_padding_len, spatial, 0, a.transpose.output_padding,
+                   "output_padding");
+  }
+  return a;
+}
 
 // The ConvShape of a transposed convolution: `cg` is input channels per group,
 // `oc` the output channels, each output size (I - 1) * stride - 2 * padding +

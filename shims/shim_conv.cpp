@@ -220,15 +220,11 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
   return SHIMKIT_GUARD({
     shimkit::check_out(ret0);
     const shimkit::SlimTensor& in = shimkit::as_tensor(input);
-    const int64_t spatial = in.dim() - 2;
-    const shimkit::ConvParams p = shimkit::read_conv_params(spatial, stride, stride_len_, padding,
-                                                            padding_len_, dilation, dilation_len_);
-    shimkit::ConvTranspose transpose;
-    if (transposed != 0) {
-      shimkit::read_conv_list(output_padding, output_padding_len_, spatial, 0,
-                              transpose.output_padding, "output_padding");
-    }
-    const shimkit::ConvTranspose* t = transposed != 0 ? &transpose : nullptr;
+    const shimkit::ConvArguments args = shimkit::read_conv_arguments(
+        in.dim() - 2, stride, stride_len_, padding, padding_len_, dilation, dilation_len_,
+        transposed, output_padding, output_padding_len_);
+    const shimkit::ConvParams& p = args.params;
+    const shimkit::ConvTranspose* t = args.transposed_by();
     const shimkit::SlimTensor* b =
         (bias != nullptr && *bias != nullptr) ? &shimkit::as_tensor(*bias) : nullptr;
     const shimkit::SlimTensor& w = shimkit::as_tensor(weight);

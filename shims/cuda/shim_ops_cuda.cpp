@@ -192,18 +192,12 @@ AOTITorchError aoti_torch_cuda_convolution(
       b = &as_tensor(*bias);
       require_same_device(x, *b, "convolution");
     }
-    const int64_t spatial = x.dim() - 2;
-    const shimkit::ConvParams p = shimkit::read_conv_params(spatial, stride, stride_len_, padding,
-                                                            padding_len_, dilation, dilation_len_);
-    shimkit::ConvTranspose transpose;
-    if (transposed != 0) {
-      shimkit::read_conv_list(output_padding, output_padding_len_, spatial, 0,
-                              transpose.output_padding, "output_padding");
-    }
+    const shimkit::ConvArguments args = shimkit::read_conv_arguments(
+        x.dim() - 2, stride, stride_len_, padding, padding_len_, dilation, dilation_len_,
+        transposed, output_padding, output_padding_len_);
     std::string why;
     SlimTensor result;
-    if (cu::cudnn_convolution(x, w, b, p, transposed != 0 ? &transpose : nullptr, groups, &result,
-                              &why)) {
+    if (cu::cudnn_convolution(x, w, b, args.params, args.transposed_by(), groups, &result, &why)) {
       cu::count_conv(true, "");
       *ret0 = to_handle(std::move(result));
       return;
