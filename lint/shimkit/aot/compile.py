@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.attention import decompose_attention as attention_in_math_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
     CUDA_INFERENCE_OPTIONS,
@@ -33,6 +34,7 @@ from shimkit.aot.inductor_options import (
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
+from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
 from shimkit.checks.blob import blob_findings, describe, read_blob_image
@@ -261,19 +263,16 @@ def in_math_form(
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
     per kind rewritten, saying so."""
-    from shimkit.aot.attention import decompose_attention
-    from shimkit.aot.rnn_cells import decompose_rnn_cells
-
     notes = []
     if attention:
-        exported, count = decompose_attention(torch, exported)
+        exported, count = attention_in_math_form(torch, exported)
         if count:
             notes.append(
                 f"{count} scaled_dot_product_attention call(s) compiled in their math form "
                 "(Inductor generates the kernels; no attention fallback shim)"
             )
     if rnn_cells:
-        exported, count = decompose_rnn_cells(torch, exported)
+        exported, count = rnn_cells_in_math_form(torch, exported)
         if count:
             notes.append(
                 f"{count} GRU/LSTM cell call(s) compiled in their math form (Inductor generates "
