@@ -145,6 +145,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/cudnn_api.cpp",
             "shims/cuda/cudnn_conv.cpp",
             "shims/cuda/gemm.cpp",
+            "shims/cuda/host_fallback.cpp",
             "shims/cuda/shim_cuda_device.cpp",
             "shims/cuda/shim_host_ops_cuda.cpp",
             "shims/cuda/shim_ops_cuda.cpp",

@@ -297,11 +297,19 @@ int run_device(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
   return m->graphs ? run_graph(m, inputs, outs) : run_blob(m, inputs, outs, nullptr);
 }
 
-// Waits for the model's work (its own stream in replay mode).
+// Waits for the model's work (its own stream in replay mode). A replay whose
+// host steps failed (host functions cannot fail the stream) fails the run,
+// and the model runs eagerly from then on, with the reason in its status.
 int sync_model(shimkit_cuda_model* m) {
   const int rc =
       m->graphs ? shimkit_cuda_stream_synchronize(m->stream) : shimkit_cuda_synchronize(m->device);
-  return rc == 0 ? SHIMKIT_OK : fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+  if (rc != 0) return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+  if (m->graph_state == 2 && shimkit_cuda_graph_check(m->pool) != 0) {
+    const std::string why = shim_error();
+    give_up_graphs(m, "replay: " + why);
+    return fail(SHIMKIT_E_RUN, "graph replay: " + why);
+  }
+  return SHIMKIT_OK;
 }
 
 // Copies device output `h` into host memory the model owns until the next run.

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 
 namespace shimkit {
@@ -216,9 +217,75 @@ void end_private_pool() { t_pool = 0; }
 
 bool capturing() { return t_pool != 0; }
 
+uint64_t current_pool() { return t_pool; }
+
+namespace {
+
+// Per pool: what its graph's replays use, and the first failure one reported.
+struct ReplayState {
+  std::vector<std::shared_ptr<void>> kept;
+  std::string error;
+};
+
+class ReplayStates {
+ public:
+  void keep(uint64_t pool, std::shared_ptr<void> object) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    states_[pool].kept.push_back(std::move(object));
+  }
+  void report(uint64_t pool, const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    if (it != states_.end() && it->second.error.empty()) it->second.error = what;
+  }
+  std::string take(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    if (it == states_.end()) return "";
+    return std::exchange(it->second.error, std::string());
+  }
+  // Destroys the pool's objects outside the lock (their pinned buffers go
+  // back to the runtime).
+  void release(uint64_t pool) {
+    ReplayState gone;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = states_.find(pool);
+      if (it == states_.end()) return;
+      gone = std::move(it->second);
+      states_.erase(it);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, ReplayState> states_;
+};
+
+// Never destroyed, like the block cache.
+ReplayStates& replay_states() {
+  static ReplayStates* s = new ReplayStates();
+  return *s;
+}
+
+}  // namespace
+
+void keep_for_replays(std::shared_ptr<void> object) {
+  if (t_pool == 0) throw ShimError("keep_for_replays: no CUDA graph capture on this thread");
+  replay_states().keep(t_pool, std::move(object));
+}
+
+void report_replay_error(uint64_t pool, const std::string& what) {
+  replay_states().report(pool, what);
+}
+
+std::string take_replay_error(uint64_t pool) { return replay_states().take(pool); }
+
 void release_private_pool(uint64_t pool) {
+  if (pool == 0) return;
+  replay_states().release(pool);
   const Runtime& rt = runtime();
-  if (rt.ok && pool != 0) cache().release_pool(rt, pool);
+  if (rt.ok) cache().release_pool(rt, pool);
 }
 
 void empty_cache() {
@@ -251,10 +318,6 @@ void synchronize(int32_t device_index) {
         "cudaStreamSynchronize");
 }
 
-namespace {
-
-// Copies `bytes` between any two addresses (unified addressing) on the
-// stream of `device_index`, synchronously when `sync`.
 void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, bool sync) {
   if (bytes == 0) return;
   const Runtime& rt = require_runtime();
@@ -267,8 +330,6 @@ SlimTensor host_view_of(const SlimTensor& t, std::shared_ptr<Storage> storage) {
   return SlimTensor(std::move(storage), t.sizes().data(), t.strides().data(), t.dim(), 0, t.dtype(),
                     device::kCPU, -1);
 }
-
-}  // namespace
 
 SlimTensor host_mirror(const SlimTensor& t) {
   if (!t.defined()) throw ShimError("host copy of an undefined tensor");

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "shims/cuda/cuda_api.h"
@@ -50,6 +51,17 @@ void release_private_pool(uint64_t pool);
 // True between begin_private_pool() and end_private_pool() on this thread:
 // a CUDA graph capture is under way (nothing may synchronise its stream).
 bool capturing();
+// The pool this thread allocates from (0 when not capturing).
+uint64_t current_pool();
+// What a capture's replays use besides device memory (host steps and their
+// pinned buffers, host_fallback.cpp): kept with the pool being captured on
+// this thread until release_private_pool().
+void keep_for_replays(std::shared_ptr<void> object);
+// The first failure a replay's host step reported for `pool`, and taking it
+// (empty when none): host functions cannot fail the stream, so the graph's
+// owner asks after synchronising (shimkit_cuda_graph_check).
+void report_replay_error(uint64_t pool, const std::string& what);
+std::string take_replay_error(uint64_t pool);
 // Bytes held in the allocator's free lists, and releasing them.
 size_t cached_bytes();
 void empty_cache();
@@ -67,6 +79,12 @@ bool is_dense(const SlimTensor& t);
 // synchronous; device-to-device copies are stream ordered.
 void copy_device(const SlimTensor& dst, const SlimTensor& src);
 
+// Copies `bytes` between any two addresses (unified addressing) on the
+// current stream of `device_index`, synchronously when `sync`.
+void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, bool sync);
+// A host tensor with t's sizes, strides and dtype over `storage` (at least
+// span_elements(t) elements).
+SlimTensor host_view_of(const SlimTensor& t, std::shared_ptr<Storage> storage);
 // A host tensor with t's sizes and strides holding t's values (t itself when
 // t is on the CPU): what host fallbacks of device ops read.
 SlimTensor host_mirror(const SlimTensor& t);

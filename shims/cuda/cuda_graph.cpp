@@ -2,6 +2,8 @@
 // replay mode): a blob's run captured once on a stream of the host's, with a
 // private allocation pool, then replayed with one launch. Not torch's ABI:
 // shimkit_* names, declared in aoti_shim_cuda_abi.h.
+#include <string>
+
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 #include "shims/cuda/cuda_context.h"
 #include "shims/shim_internal.h"
@@ -77,6 +79,13 @@ AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream) {
   return SHIMKIT_GUARD({
     if (exec == nullptr) throw ShimError("null graph");
     cu::check(graph_runtime().graph_launch(exec, stream), "cudaGraphLaunch");
+  });
+}
+
+AOTITorchError shimkit_cuda_graph_check(uint64_t pool) {
+  return SHIMKIT_GUARD({
+    const std::string error = cu::take_replay_error(pool);
+    if (!error.empty()) throw ShimError("host step of a replay failed: " + error);
   });
 }
 

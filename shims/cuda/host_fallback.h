@@ -1,16 +1,23 @@
 // Running a CPU shim for a CUDA op: the correct, slow path for what cuBLAS(Lt)
-// or cuDNN cannot take and for ops with no device kernel here. Inputs are
-// mirrored to the host, the CPU shim runs there, and its results are copied
-// back (into a given `out`) or uploaded as new device tensors in the geometry
-// the CPU op chose. Each call synchronises, so it cannot be captured in a
-// CUDA graph (replay then gives up, with the reason, and runs eagerly).
+// or cuDNN cannot take and for ops with no device kernel here. The CPU shim
+// runs on host copies of the device inputs; its results are copied back into
+// a given `out`, or become new device tensors in the geometry the CPU op chose.
+//
+// Eagerly, each call synchronises: inputs are copied to the host, the op runs,
+// results are uploaded. Under a CUDA graph capture the call becomes a captured
+// host step instead: stream-ordered copies into pinned buffers, the op in a
+// host function (cudaLaunchHostFunc), copies back to the device, so models
+// with host fallbacks replay too. The op then runs at every replay, long after
+// the shim call returned, so its closure owns its arguments (OwnedInts,
+// std::string), never pointers into the caller's. The capture learns the
+// results' geometry by running the op once on zeros; an op whose result size
+// depends on the data (nonzero) is refused under capture, with the reason.
 #ifndef SHIMKIT_SHIMS_CUDA_HOST_FALLBACK_H_
 #define SHIMKIT_SHIMS_CUDA_HOST_FALLBACK_H_
 
-#include <array>
-#include <cstddef>
-#include <deque>
-#include <string>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "shims/cuda/cuda_context.h"
@@ -19,74 +26,58 @@
 namespace shimkit {
 namespace cuda {
 
-// A handle that views `t` without owning it (valid while `t` lives).
-inline AtenTensorHandle borrow_handle(SlimTensor& t) {
-  return reinterpret_cast<AtenTensorHandle>(&t);
-}
+// Handles to the host tensors of a host step's inputs, in the order the step
+// named its device inputs (an absent optional input stays null).
+using HostInputs = std::vector<AtenTensorHandle>;
+// A CPU shim that returns new host tensors in out[0], out[1], ...
+using HostResultsOp = std::function<AOTITorchError(const HostInputs& in, AtenTensorHandle* out)>;
+// A CPU shim that writes into the host tensor `out`.
+using HostIntoOp = std::function<AOTITorchError(AtenTensorHandle out, const HostInputs& in)>;
 
-// Owns a handle a CPU shim returned.
-struct HandleOwner {
-  AtenTensorHandle h = nullptr;
-  HandleOwner() = default;
-  HandleOwner(const HandleOwner&) = delete;
-  HandleOwner& operator=(const HandleOwner&) = delete;
-  ~HandleOwner() {
-    if (h != nullptr) aoti_torch_delete_tensor_object(h);
-  }
-};
+// Whether a host op's result sizes follow from its inputs' geometry and
+// arguments alone (what a capture needs), or from their values.
+enum class ResultSizes { kFromShapes, kFromData };
 
-// Host mirrors of the tensors behind device handles, alive as long as this
-// object (a deque: handles to earlier mirrors stay valid).
-class HostMirrors {
- public:
-  // A handle to a host mirror of `h`'s tensor; null stays null.
-  AtenTensorHandle operator()(AtenTensorHandle h) {
-    if (h == nullptr) return nullptr;
-    mirrors_.push_back(host_mirror(as_tensor(h)));
-    return borrow_handle(mirrors_.back());
-  }
+// Runs `op` on host copies of `inputs` and hands its results back in `rets`
+// as tensors on the CUDA device of inputs[0] (all or none). `what` names the
+// op in errors.
+void results_on_host(const char* what, const std::vector<AtenTensorHandle*>& rets,
+                     const HostInputs& inputs, HostResultsOp op,
+                     ResultSizes sizes = ResultSizes::kFromShapes);
 
- private:
-  std::deque<SlimTensor> mirrors_;
-};
-
-// Runs `cpu_op(host_out, host_inputs)` on host mirrors and copies the written
-// output back into `out`.
-template <typename CpuOp>
-void on_host_into(const SlimTensor& out, const std::vector<const SlimTensor*>& inputs,
-                  CpuOp&& cpu_op) {
-  SlimTensor hout = host_mirror(out);
-  std::vector<SlimTensor> mirrors;
-  mirrors.reserve(inputs.size());
-  for (const SlimTensor* t : inputs) mirrors.push_back(host_mirror(*t));
-  if (cpu_op(hout, mirrors) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
-  copy_tensor(out, hout);
-}
-
-// Runs `cpu_op(results)`, a CPU shim that returns N new host tensors, and
-// hands each back in `rets` uploaded to `device_index` (all or none).
-template <size_t N, typename CpuOp>
-void results_on_host(int32_t device_index, const std::array<AtenTensorHandle*, N>& rets,
-                     CpuOp&& cpu_op) {
-  for (AtenTensorHandle* r : rets) check_out(r);
-  std::array<HandleOwner, N> host;
-  if (cpu_op(host) != AOTI_TORCH_SUCCESS) throw ShimError(shimkit_shim_last_error());
-  std::array<HandleOwner, N> device;
-  for (size_t i = 0; i < N; ++i) {
-    device[i].h = to_handle(upload(as_tensor(host[i].h), device_index));
-  }
-  for (size_t i = 0; i < N; ++i) {
-    *rets[i] = device[i].h;
-    device[i].h = nullptr;
-  }
-}
+// Runs `op` on host copies of `out` and `inputs` and copies what it wrote
+// back into `out`, a CUDA tensor.
+void on_host_into(const char* what, AtenTensorHandle out, const HostInputs& inputs, HostIntoOp op);
 
 // The CUDA device `h`'s tensor lives on; throws naming `what` if it is not on one.
-inline int32_t cuda_device_of(AtenTensorHandle h, const char* what) {
-  const SlimTensor& t = as_tensor(h);
-  if (!is_cuda(t)) throw ShimError(std::string(what) + ": tensor is not on a CUDA device");
-  return t.device_index();
-}
+int32_t cuda_device_of(AtenTensorHandle h, const char* what);
+
+// An int array argument (pointer and length) a host op's closure owns.
+class OwnedInts {
+ public:
+  OwnedInts(const int64_t* values, int64_t length)
+      : values_(values, values + (values != nullptr ? length : 0)), length_(length) {}
+  const int64_t* data() const { return values_.empty() ? nullptr : values_.data(); }
+  int64_t size() const { return length_; }
+
+ private:
+  std::vector<int64_t> values_;
+  int64_t length_;
+};
+
+// An optional scalar argument (a nullable pointer) a host op's closure owns.
+template <typename T>
+class OwnedOptional {
+ public:
+  explicit OwnedOptional(const T* value) {
+    if (value != nullptr) value_ = *value;
+  }
+  // The pointer the CPU shim takes (null when absent), valid while this lives.
+  T* get() const { return value_.has_value() ? &*value_ : nullptr; }
+
+ private:
+  mutable std::optional<T> value_;
+};
 
 }  // namespace cuda
 }  // namespace shimkit

@@ -2,10 +2,12 @@
 // topk, the order statistics, embedding_bag, index_reduce, scatter_reduce,
 // large-window pooling, baddbmm, addbmm, nonzero, masked_select, cummax,
 // cummin, cdist, pdist, histc, grid_sampler_3d), run by their CPU
-// shims on host mirrors of the device tensors (host_fallback.h). Inductor
-// turns most index, scan, search and pooling ops of a CUDA model into Triton
-// kernels; these are the ones it leaves to ATen.
-#include <array>
+// shims on host copies of the device tensors (host_fallback.h), eagerly or
+// as host steps of a CUDA graph (all but nonzero and masked_select, whose
+// result sizes depend on the data). Inductor turns most index, scan, search
+// and pooling ops of a CUDA model into Triton kernels; these are the ones it
+// leaves to ATen.
+#include <string>
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 #include "shims/cuda/host_fallback.h"
@@ -15,8 +17,8 @@
 #define SHIMKIT_CUDA_GUARD(...) ::shimkit::guard(__func__, [&]() __VA_ARGS__)
 
 namespace cu = shimkit::cuda;
-using shimkit::as_tensor;
-using shimkit::SlimTensor;
+using cu::HostInputs;
+using cu::OwnedInts;
 
 extern "C" {
 
@@ -24,10 +26,10 @@ AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t di
                                     int32_t sorted, AtenTensorHandle* ret0,
                                     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "topk"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_topk(host(self), k, dim, largest, sorted, &out[0].h, &out[1].h);
-    });
+    cu::results_on_host(
+        "topk", {ret0, ret1}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_topk(in[0], k, dim, largest, sorted, &out[0], &out[1]);
+        });
   });
 }
 
@@ -35,10 +37,12 @@ AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stabl
                                            int32_t descending, AtenTensorHandle* ret0,
                                            AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "sort"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_sort_stable(host(self), stable, dim, descending, &out[0].h, &out[1].h);
-    });
+    const cu::OwnedOptional<int32_t> is_stable(stable);
+    cu::results_on_host("sort", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_sort_stable(in[0], is_stable.get(), dim, descending,
+                                                            &out[0], &out[1]);
+                        });
   });
 }
 
@@ -46,37 +50,37 @@ AOTITorchError aoti_torch_cuda_kthvalue(AtenTensorHandle self, int64_t k, int64_
                                         int32_t keepdim, AtenTensorHandle* ret0,
                                         AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "kthvalue"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_kthvalue(host(self), k, dim, keepdim, &out[0].h, &out[1].h);
-    });
+    cu::results_on_host("kthvalue", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_kthvalue(in[0], k, dim, keepdim, &out[0], &out[1]);
+                        });
   });
 }
 
 AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self, int64_t dim, int32_t keepdim,
                                     AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "mode"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_mode(host(self), dim, keepdim, &out[0].h, &out[1].h);
-    });
+    cu::results_on_host("mode", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_mode(in[0], dim, keepdim, &out[0], &out[1]);
+                        });
   });
 }
 
 AOTITorchError aoti_torch_cuda_median(AtenTensorHandle self, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "median"), {ret0},
-                           [&](auto& out) { return aoti_torch_cpu_median(host(self), &out[0].h); });
+    cu::results_on_host("median", {ret0}, {self}, [](const HostInputs& in, AtenTensorHandle* out) {
+      return aoti_torch_cpu_median(in[0], &out[0]);
+    });
   });
 }
 
 AOTITorchError aoti_torch_cuda_nanmedian(AtenTensorHandle self, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "nanmedian"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_nanmedian(host(self), &out[0].h);
-    });
+    cu::results_on_host("nanmedian", {ret0}, {self},
+                        [](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_nanmedian(in[0], &out[0]);
+                        });
   });
 }
 
@@ -88,15 +92,16 @@ AOTITorchError aoti_torch_cuda__embedding_bag(AtenTensorHandle weight, AtenTenso
                                               AtenTensorHandle* ret0, AtenTensorHandle* ret1,
                                               AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    AtenTensorHandle host_weights = per_sample_weights ? host(*per_sample_weights) : nullptr;
-    cu::results_on_host<4>(
-        cu::cuda_device_of(weight, "embedding_bag"), {ret0, ret1, ret2, ret3}, [&](auto& out) {
-          return aoti_torch_cpu__embedding_bag(
-              host(weight), host(indices), host(offsets), scale_grad_by_freq, mode, sparse,
-              per_sample_weights ? &host_weights : nullptr, include_last_offset, padding_idx,
-              &out[0].h, &out[1].h, &out[2].h, &out[3].h);
-        });
+    AtenTensorHandle sample_weights = per_sample_weights != nullptr ? *per_sample_weights : nullptr;
+    cu::results_on_host("embedding_bag", {ret0, ret1, ret2, ret3},
+                        {weight, indices, offsets, sample_weights},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          AtenTensorHandle host_weights = in[3];
+                          return aoti_torch_cpu__embedding_bag(
+                              in[0], in[1], in[2], scale_grad_by_freq, mode, sparse,
+                              host_weights != nullptr ? &host_weights : nullptr,
+                              include_last_offset, padding_idx, &out[0], &out[1], &out[2], &out[3]);
+                        });
   });
 }
 
@@ -115,11 +120,12 @@ AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim,
                                             const char* reduce, int32_t include_self,
                                             AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "index_reduce"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_index_reduce(host(self), dim, host(index), host(source), reduce,
-                                         include_self, &out[0].h);
-    });
+    const std::string how = reduce != nullptr ? reduce : "";
+    cu::results_on_host("index_reduce", {ret0}, {self, index, source},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_index_reduce(in[0], dim, in[1], in[2], how.c_str(),
+                                                             include_self, &out[0]);
+                        });
   });
 }
 
@@ -128,14 +134,11 @@ AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, Aten
                                                       AtenTensorHandle src, const char* reduce,
                                                       int32_t include_self) {
   return SHIMKIT_CUDA_GUARD({
-    const SlimTensor& o = as_tensor(out);
-    cu::cuda_device_of(out, "scatter_reduce");
-    cu::on_host_into(o, {&as_tensor(self), &as_tensor(index), &as_tensor(src)},
-                     [&](SlimTensor& ho, std::vector<SlimTensor>& in) {
+    const std::string how = reduce != nullptr ? reduce : "";
+    cu::on_host_into("scatter_reduce", out, {self, index, src},
+                     [=](AtenTensorHandle host_out, const HostInputs& in) {
                        return aoti_torch_cpu_scatter_reduce_two_out(
-                           cu::borrow_handle(ho), cu::borrow_handle(in[0]), dim,
-                           cu::borrow_handle(in[1]), cu::borrow_handle(in[2]), reduce,
-                           include_self);
+                           host_out, in[0], dim, in[1], in[2], how.c_str(), include_self);
                      });
   });
 }
@@ -147,12 +150,15 @@ AOTITorchError aoti_torch_cuda_avg_pool2d(AtenTensorHandle self, const int64_t* 
                                           int32_t count_include_pad, int64_t* divisor_override,
                                           AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "avg_pool2d"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_avg_pool2d(host(self), kernel_size, kernel_size_len_, stride,
-                                       stride_len_, padding, padding_len_, ceil_mode,
-                                       count_include_pad, divisor_override, &out[0].h);
-    });
+    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
+        paddings(padding, padding_len_);
+    const cu::OwnedOptional<int64_t> divisor(divisor_override);
+    cu::results_on_host(
+        "avg_pool2d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_avg_pool2d(in[0], kernel.data(), kernel.size(), strides.data(),
+                                           strides.size(), paddings.data(), paddings.size(),
+                                           ceil_mode, count_include_pad, divisor.get(), &out[0]);
+        });
   });
 }
 
@@ -161,12 +167,12 @@ AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
                                                    int64_t output_size_len_, AtenTensorHandle* ret0,
                                                    AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "adaptive_max_pool2d"), {ret0, ret1},
-                           [&](auto& out) {
-                             return aoti_torch_cpu_adaptive_max_pool2d(
-                                 host(self), output_size, output_size_len_, &out[0].h, &out[1].h);
-                           });
+    const OwnedInts size(output_size, output_size_len_);
+    cu::results_on_host("adaptive_max_pool2d", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_adaptive_max_pool2d(in[0], size.data(), size.size(),
+                                                                    &out[0], &out[1]);
+                        });
   });
 }
 
@@ -177,12 +183,15 @@ AOTITorchError aoti_torch_cuda_avg_pool3d(AtenTensorHandle self, const int64_t* 
                                           int32_t count_include_pad, int64_t* divisor_override,
                                           AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "avg_pool3d"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_avg_pool3d(host(self), kernel_size, kernel_size_len_, stride,
-                                       stride_len_, padding, padding_len_, ceil_mode,
-                                       count_include_pad, divisor_override, &out[0].h);
-    });
+    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
+        paddings(padding, padding_len_);
+    const cu::OwnedOptional<int64_t> divisor(divisor_override);
+    cu::results_on_host(
+        "avg_pool3d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_avg_pool3d(in[0], kernel.data(), kernel.size(), strides.data(),
+                                           strides.size(), paddings.data(), paddings.size(),
+                                           ceil_mode, count_include_pad, divisor.get(), &out[0]);
+        });
   });
 }
 
@@ -192,13 +201,15 @@ AOTITorchError aoti_torch_cuda_max_pool2d_with_indices(
     const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(
-        cu::cuda_device_of(self, "max_pool2d_with_indices"), {ret0, ret1}, [&](auto& out) {
-          return aoti_torch_cpu_max_pool2d_with_indices(
-              host(self), kernel_size, kernel_size_len_, stride, stride_len_, padding, padding_len_,
-              dilation, dilation_len_, ceil_mode, &out[0].h, &out[1].h);
-        });
+    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
+        paddings(padding, padding_len_), dilations(dilation, dilation_len_);
+    cu::results_on_host("max_pool2d_with_indices", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_max_pool2d_with_indices(
+                              in[0], kernel.data(), kernel.size(), strides.data(), strides.size(),
+                              paddings.data(), paddings.size(), dilations.data(), dilations.size(),
+                              ceil_mode, &out[0], &out[1]);
+                        });
   });
 }
 
@@ -208,13 +219,15 @@ AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(
     const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(
-        cu::cuda_device_of(self, "max_pool3d_with_indices"), {ret0, ret1}, [&](auto& out) {
-          return aoti_torch_cpu_max_pool3d_with_indices(
-              host(self), kernel_size, kernel_size_len_, stride, stride_len_, padding, padding_len_,
-              dilation, dilation_len_, ceil_mode, &out[0].h, &out[1].h);
-        });
+    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
+        paddings(padding, padding_len_), dilations(dilation, dilation_len_);
+    cu::results_on_host("max_pool3d_with_indices", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_max_pool3d_with_indices(
+                              in[0], kernel.data(), kernel.size(), strides.data(), strides.size(),
+                              paddings.data(), paddings.size(), dilations.data(), dilations.size(),
+                              ceil_mode, &out[0], &out[1]);
+                        });
   });
 }
 
@@ -223,12 +236,12 @@ AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self,
                                                    int64_t output_size_len_, AtenTensorHandle* ret0,
                                                    AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "adaptive_max_pool3d"), {ret0, ret1},
-                           [&](auto& out) {
-                             return aoti_torch_cpu_adaptive_max_pool3d(
-                                 host(self), output_size, output_size_len_, &out[0].h, &out[1].h);
-                           });
+    const OwnedInts size(output_size, output_size_len_);
+    cu::results_on_host("adaptive_max_pool3d", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_adaptive_max_pool3d(in[0], size.data(), size.size(),
+                                                                    &out[0], &out[1]);
+                        });
   });
 }
 
@@ -237,12 +250,11 @@ AOTITorchError aoti_torch_cuda__adaptive_avg_pool2d(AtenTensorHandle self,
                                                     int64_t output_size_len_,
                                                     AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "_adaptive_avg_pool2d"), {ret0},
-                           [&](auto& out) {
-                             return aoti_torch_cpu__adaptive_avg_pool2d(
-                                 host(self), output_size, output_size_len_, &out[0].h);
-                           });
+    const OwnedInts size(output_size, output_size_len_);
+    cu::results_on_host(
+        "_adaptive_avg_pool2d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu__adaptive_avg_pool2d(in[0], size.data(), size.size(), &out[0]);
+        });
   });
 }
 
@@ -251,70 +263,73 @@ AOTITorchError aoti_torch_cuda__adaptive_avg_pool3d(AtenTensorHandle self,
                                                     int64_t output_size_len_,
                                                     AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "_adaptive_avg_pool3d"), {ret0},
-                           [&](auto& out) {
-                             return aoti_torch_cpu__adaptive_avg_pool3d(
-                                 host(self), output_size, output_size_len_, &out[0].h);
-                           });
+    const OwnedInts size(output_size, output_size_len_);
+    cu::results_on_host(
+        "_adaptive_avg_pool3d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu__adaptive_avg_pool3d(in[0], size.data(), size.size(), &out[0]);
+        });
   });
 }
 
 AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "nonzero"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_nonzero(host(self), &out[0].h);
-    });
+    cu::results_on_host(
+        "nonzero", {ret0}, {self},
+        [](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_nonzero(in[0], &out[0]);
+        },
+        cu::ResultSizes::kFromData);
   });
 }
 
 AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self, AtenTensorHandle mask,
                                              AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "masked_select"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_masked_select(host(self), host(mask), &out[0].h);
-    });
+    cu::results_on_host(
+        "masked_select", {ret0}, {self, mask},
+        [](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_masked_select(in[0], in[1], &out[0]);
+        },
+        cu::ResultSizes::kFromData);
   });
 }
 
 AOTITorchError aoti_torch_cuda_cummax(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
                                       AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "cummax"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_cummax(host(self), dim, &out[0].h, &out[1].h);
-    });
+    cu::results_on_host("cummax", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_cummax(in[0], dim, &out[0], &out[1]);
+                        });
   });
 }
 
 AOTITorchError aoti_torch_cuda_cummin(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
                                       AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<2>(cu::cuda_device_of(self, "cummin"), {ret0, ret1}, [&](auto& out) {
-      return aoti_torch_cpu_cummin(host(self), dim, &out[0].h, &out[1].h);
-    });
+    cu::results_on_host("cummin", {ret0, ret1}, {self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_cummin(in[0], dim, &out[0], &out[1]);
+                        });
   });
 }
 
 AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1, AtenTensorHandle x2, double p,
                                               int64_t* compute_mode, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(x1, "cdist"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu__cdist_forward(host(x1), host(x2), p, compute_mode, &out[0].h);
-    });
+    const cu::OwnedOptional<int64_t> mode(compute_mode);
+    cu::results_on_host(
+        "cdist", {ret0}, {x1, x2}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu__cdist_forward(in[0], in[1], p, mode.get(), &out[0]);
+        });
   });
 }
 
 AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
                                               AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "pdist"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu__pdist_forward(host(self), p, &out[0].h);
+    cu::results_on_host("pdist", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+      return aoti_torch_cpu__pdist_forward(in[0], p, &out[0]);
     });
   });
 }
@@ -322,9 +337,8 @@ AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
 AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min, double max,
                                      AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(self, "histc"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_histc(host(self), bins, min, max, &out[0].h);
+    cu::results_on_host("histc", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+      return aoti_torch_cpu_histc(in[0], bins, min, max, &out[0]);
     });
   });
 }
@@ -333,11 +347,11 @@ AOTITorchError aoti_torch_cuda_grid_sampler_3d(AtenTensorHandle input, AtenTenso
                                                int64_t interpolation_mode, int64_t padding_mode,
                                                int32_t align_corners, AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(input, "grid_sampler_3d"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_grid_sampler_3d(host(input), host(grid), interpolation_mode,
-                                            padding_mode, align_corners, &out[0].h);
-    });
+    cu::results_on_host(
+        "grid_sampler_3d", {ret0}, {input, grid}, [=](const HostInputs& in, AtenTensorHandle* out) {
+          return aoti_torch_cpu_grid_sampler_3d(in[0], in[1], interpolation_mode, padding_mode,
+                                                align_corners, &out[0]);
+        });
   });
 }
 
@@ -345,10 +359,11 @@ AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle ba
                                       AtenTensorHandle batch2, double beta, double alpha,
                                       AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    cu::HostMirrors host;
-    cu::results_on_host<1>(cu::cuda_device_of(batch1, "addbmm"), {ret0}, [&](auto& out) {
-      return aoti_torch_cpu_addbmm(host(self), host(batch1), host(batch2), beta, alpha, &out[0].h);
-    });
+    // batch1 first: its device is the result's.
+    cu::results_on_host("addbmm", {ret0}, {batch1, batch2, self},
+                        [=](const HostInputs& in, AtenTensorHandle* out) {
+                          return aoti_torch_cpu_addbmm(in[2], in[0], in[1], beta, alpha, &out[0]);
+                        });
   });
 }
 
@@ -356,13 +371,10 @@ AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandl
                                            AtenTensorHandle batch1, AtenTensorHandle batch2,
                                            double beta, double alpha) {
   return SHIMKIT_CUDA_GUARD({
-    const SlimTensor& o = as_tensor(out);
-    cu::cuda_device_of(out, "baddbmm");
-    cu::on_host_into(o, {&as_tensor(self), &as_tensor(batch1), &as_tensor(batch2)},
-                     [&](SlimTensor& ho, std::vector<SlimTensor>& in) {
-                       return aoti_torch_cpu_baddbmm_out(
-                           cu::borrow_handle(ho), cu::borrow_handle(in[0]),
-                           cu::borrow_handle(in[1]), cu::borrow_handle(in[2]), beta, alpha);
+    cu::on_host_into("baddbmm", out, {self, batch1, batch2},
+                     [=](AtenTensorHandle host_out, const HostInputs& in) {
+                       return aoti_torch_cpu_baddbmm_out(host_out, in[0], in[1], in[2], beta,
+                                                         alpha);
                      });
   });
 }

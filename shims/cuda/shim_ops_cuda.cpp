@@ -30,8 +30,6 @@ using shimkit::check_out;
 using shimkit::ShimError;
 using shimkit::SlimTensor;
 using shimkit::to_handle;
-using shimkit::cuda::borrow_handle;
-using shimkit::cuda::on_host_into;
 
 namespace {
 
@@ -62,13 +60,12 @@ void require_matrix(const SlimTensor& t, const char* what) {
 // convolution gives (cuDNN's rule), which a CUDA blob was compiled against:
 // the CPU's rule differs for 5-D outputs, which ATen's slow CPU kernels write
 // contiguous where cuDNN writes channels_last_3d.
-void in_cudnn_memory_format(const SlimTensor& x, const SlimTensor& w, AtenTensorHandle* h) {
+void in_cudnn_memory_format(bool channels_last, AtenTensorHandle* h) {
   const SlimTensor& result = as_tensor(*h);
   if (result.dim() != 5) return;  // 1-D and 2-D: the CPU and cuDNN rules agree
   const std::vector<int64_t> sizes = result.sizes().vec();
-  const std::vector<int64_t> want = x.is_channels_last() || w.is_channels_last()
-                                        ? shimkit::channels_last_strides(sizes)
-                                        : shimkit::contiguous_strides(sizes);
+  const std::vector<int64_t> want =
+      channels_last ? shimkit::channels_last_strides(sizes) : shimkit::contiguous_strides(sizes);
   if (result.strides().vec() == want) return;
   SlimTensor laid_out =
       SlimTensor::empty(sizes.data(), want.data(), 5, result.dtype(), shimkit::device::kCPU, -1);
@@ -101,9 +98,10 @@ AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle sel
       throw ShimError("mm: shapes do not match");
     }
     if (gemm_operands({&o, &a, &b}) && cu::gemm(o, a, b, 1.0f, 0.0f)) return;
-    on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
-      return aoti_torch_cpu_mm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
-    });
+    cu::on_host_into("mm", out, {self, mat2},
+                     [](AtenTensorHandle host_out, const cu::HostInputs& in) {
+                       return aoti_torch_cpu_mm_out(host_out, in[0], in[1]);
+                     });
   });
 }
 
@@ -149,10 +147,10 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
         }
       }
     }
-    on_host_into(o, {&bias, &a, &b}, [beta, alpha](SlimTensor& ho, std::vector<SlimTensor>& in) {
-      return aoti_torch_cpu_addmm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]),
-                                      borrow_handle(in[2]), beta, alpha);
-    });
+    cu::on_host_into("addmm", out, {self, mat1, mat2},
+                     [beta, alpha](AtenTensorHandle host_out, const cu::HostInputs& in) {
+                       return aoti_torch_cpu_addmm_out(host_out, in[0], in[1], in[2], beta, alpha);
+                     });
   });
 }
 
@@ -171,9 +169,10 @@ AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle se
       throw ShimError("bmm: shapes do not match");
     }
     if (gemm_operands({&o, &a, &b}) && cu::bmm(o, a, b)) return;
-    on_host_into(o, {&a, &b}, [](SlimTensor& ho, std::vector<SlimTensor>& in) {
-      return aoti_torch_cpu_bmm_out(borrow_handle(ho), borrow_handle(in[0]), borrow_handle(in[1]));
-    });
+    cu::on_host_into("bmm", out, {self, mat2},
+                     [](AtenTensorHandle host_out, const cu::HostInputs& in) {
+                       return aoti_torch_cpu_bmm_out(host_out, in[0], in[1]);
+                     });
   });
 }
 
@@ -203,16 +202,21 @@ AOTITorchError aoti_torch_cuda_convolution(
       return;
     }
     // The host path: correct for every layout, slow (two copies, CPU maths).
-    cu::HostMirrors host;
-    AtenTensorHandle host_bias = b != nullptr ? host(*bias) : nullptr;
-    cu::results_on_host<1>(x.device_index(), {ret0}, [&](auto& out) {
-      const AOTITorchError rc = aoti_torch_cpu_convolution(
-          host(input), host(weight), host_bias != nullptr ? &host_bias : nullptr, stride,
-          stride_len_, padding, padding_len_, dilation, dilation_len_, transposed, output_padding,
-          output_padding_len_, groups, &out[0].h);
-      if (rc == AOTI_TORCH_SUCCESS) in_cudnn_memory_format(x, w, &out[0].h);
-      return rc;
-    });
+    const bool channels_last = x.is_channels_last() || w.is_channels_last();
+    const cu::OwnedInts strides(stride, stride_len_), paddings(padding, padding_len_),
+        dilations(dilation, dilation_len_), output_paddings(output_padding, output_padding_len_);
+    cu::results_on_host("convolution", {ret0}, {input, weight, b != nullptr ? *bias : nullptr},
+                        [=](const cu::HostInputs& in, AtenTensorHandle* out) {
+                          AtenTensorHandle host_bias = in[2];
+                          const AOTITorchError rc = aoti_torch_cpu_convolution(
+                              in[0], in[1], host_bias != nullptr ? &host_bias : nullptr,
+                              strides.data(), strides.size(), paddings.data(), paddings.size(),
+                              dilations.data(), dilations.size(), transposed,
+                              output_paddings.data(), output_paddings.size(), groups, &out[0]);
+                          if (rc == AOTI_TORCH_SUCCESS)
+                            in_cudnn_memory_format(channels_last, &out[0]);
+                          return rc;
+                        });
     cu::count_conv(false, why);
   });
 }

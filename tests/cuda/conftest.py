@@ -43,19 +43,30 @@ def fake_env(fakes: dict[str, Path]) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def fake_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A stand-in CUDA blob through the prefixed shims: one input x [N, N], out = x @ x."""
-    out = tmp_path_factory.mktemp("fake-blob")
+def build_fake_blob(out: Path, *defines: str) -> Path:
+    """fake_cuda_blob.c.in for the checkout's prefix, built with `defines` (-DNAME)."""
     config = load_config()
     template = (FAKE / "fake_cuda_blob.c.in").read_text()
     source = out / "blob.c"
     source.write_text(re.sub(r"PREFIX\((\w+)\)", lambda m: config.prefixed(m.group(1)), template))
     blob = out / "blob.so"
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-Wl,-z,noexecstack", str(source), "-o", str(blob)], check=True
+        ["gcc", "-shared", "-fPIC", "-Wl,-z,noexecstack", *defines, str(source), "-o", str(blob)],
+        check=True,
     )
     return blob
+
+
+@pytest.fixture(scope="session")
+def fake_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in CUDA blob through the prefixed shims: one input x [N, N], out = x @ x."""
+    return build_fake_blob(tmp_path_factory.mktemp("fake-blob"))
+
+
+@pytest.fixture(scope="session")
+def fake_host_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in blob whose outputs come from host fallbacks (topk and histc of x)."""
+    return build_fake_blob(tmp_path_factory.mktemp("fake-host-blob"), "-DHOST_STEPS")
 
 
 @pytest.fixture(scope="session")

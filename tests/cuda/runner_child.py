@@ -10,6 +10,7 @@ prints one JSON object:
     python runner_child.py RUNNER_SO cpu_path           -> the no-GPU checks' results
     python runner_child.py RUNNER_SO replay BLOB        -> the replay mode's states and results
                                                            (with the fake CUDA libraries)
+    python runner_child.py RUNNER_SO replay_host BLOB   -> the same for the host-step blob
 """
 
 from __future__ import annotations
@@ -75,9 +76,9 @@ def graph_counter(name: str) -> int:
 
 
 def replay(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
-    """Drives a fake blob (out = x @ x) through the replay mode. The fake runtime executes
-    work when it is issued, so a replay recomputes nothing: what is checked is the state
-    machine, the launches, the eager paths and the clean-up."""
+    """Drives a fake blob (out = x @ x) through the replay mode. Its product runs on the fake
+    cuBLASLt, which a replay does not repeat: what is checked is the state machine, the
+    launches, the eager paths and the clean-up."""
     rng = np.random.default_rng(3)
     x, y = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
     z = rng.standard_normal((3, 3), dtype=np.float32)
@@ -100,6 +101,48 @@ def replay(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
     return r
 
 
+def histc(x: np.ndarray, bins: int) -> np.ndarray:
+    """torch.histc(x, bins) with min == max == 0: over x's own range."""
+    return np.histogram(x, bins=bins, range=(float(x.min()), float(x.max())))[0].astype(np.float32)
+
+
+def replay_host(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
+    """Drives the host-step blob (topk and histc of x, both host fallbacks) through the
+    replay mode: the capture records the host steps, and each replay runs them on the new
+    inputs. A replay whose host step fails (histc of a range that is not finite) fails the
+    run with the op's error, and the model runs eagerly from then on."""
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((4, 4), dtype=np.float32) for _ in range(4)]
+
+    def right(out: list[np.ndarray], x: np.ndarray) -> bool:
+        return bool(
+            np.array_equal(out[0], -np.sort(-x, axis=1)) and np.array_equal(out[1], histc(x, 4))
+        )
+
+    model = open_blob(rt, blob, 0)
+    model.use_graphs(True)
+    r: dict[str, Any] = {"statuses": [], "ok": []}
+    for x in xs:  # run 1 eager, run 2 captured, 3 and 4 replays: new inputs each time
+        r["ok"].append(right(model(x), x))
+        r["statuses"].append(model.graph_status)
+    r["launches"] = graph_counter("launches")
+    r["replayed_work"] = graph_counter("replayed")
+    bad = xs[0].copy()
+    bad[1, 1] = np.inf
+    try:
+        model(bad)
+        r["bad_run"] = "passed"
+    except CudaRuntimeError as exc:
+        r["bad_run"] = str(exc)
+    r["status_after_bad"] = model.graph_status
+    launches = graph_counter("launches")
+    r["eager_after_bad_ok"] = right(model(xs[1]), xs[1])
+    r["launched_after_bad"] = graph_counter("launches") - launches
+    model.close()
+    r["live_execs"] = graph_counter("execs")
+    return r
+
+
 def main() -> int:
     runner = Path(sys.argv[1])
     rt = cuda_runtime(RuntimeLibs(runner.with_name(CUDA_SHIMS_LIB), runner))
@@ -108,6 +151,8 @@ def main() -> int:
         result = load(rt, Path(sys.argv[3]), int(sys.argv[4]))
     elif command == "replay":
         result = replay(rt, Path(sys.argv[3]))
+    elif command == "replay_host":
+        result = replay_host(rt, Path(sys.argv[3]))
     elif command == "info":
         result = {"device_count": rt.device_count(), "reason": rt.unavailable_reason()}
     else:

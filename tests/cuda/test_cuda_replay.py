@@ -1,10 +1,13 @@
-"""The runner's CUDA-graph replay mode, in CI, with a fake blob and the fake CUDA libraries.
+"""The runner's CUDA-graph replay mode, in CI, with fake blobs and the fake CUDA libraries.
 
-The fake runtime runs work when it is issued, so replays recompute nothing: CI checks
-the state machine (eager warm-up, capture, replays), one graph launch per replayed run,
-eager runs for inputs of another geometry and when capture is refused (with the reason
-in the status), and that freeing the model leaves no graph or stream behind. Replay
-numerics are checked on a GPU (tools/gpu, step `slim_graphs`).
+The fake runtime records the copies and host functions issued to a stream under capture
+and runs them again at each launch; the fake cuBLASLt and cuDNN run at the call and a
+replay does not repeat them. So CI checks the state machine (eager warm-up, capture,
+replays), one graph launch per replayed run, eager runs for inputs of another geometry
+and when capture is refused (with the reason in the status), that freeing the model
+leaves no graph or stream behind, and the numbers of replayed host fallbacks on new
+inputs. Replay numerics of device kernels are checked on a GPU (tools/gpu, step
+`slim_graphs`).
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ HERE = Path(__file__).resolve().parent
 
 
 def replay(
-    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path, **env: str
+    cuda_libs: dict[str, Path],
+    fakes: dict[str, Path],
+    fake_blob: Path,
+    command: str = "replay",
+    **env: str,
 ) -> dict[str, Any]:
     child_env = dict(os.environ)
     child_env.update(fake_env(fakes), PYTHONPATH=str(ROOT / "lint"), **env)
     done = subprocess.run(
-        [sys.executable, str(HERE / "runner_child.py"), str(cuda_libs["runner"]), "replay",
+        [sys.executable, str(HERE / "runner_child.py"), str(cuda_libs["runner"]), command,
          str(fake_blob)],
         capture_output=True, text=True, env=child_env,
     )  # fmt: skip
@@ -67,9 +74,47 @@ def test_refused_capture_leaves_the_model_eager_with_the_reason(
 
 
 def test_replay_runs_clean_under_asan_ubsan(
-    asan_cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path
+    asan_cuda_libs: dict[str, Path],
+    fakes: dict[str, Path],
+    fake_blob: Path,
+    fake_host_blob: Path,
 ) -> None:
     from tests.cuda.test_cuda_fake import asan_env
 
     r = replay(asan_cuda_libs, fakes, fake_blob, **asan_env())
     assert r["statuses"][-1] == "replaying" and r["live_execs"] == 0
+    # Captured host steps: closures, pinned buffers and the failed replay's clean-up.
+    r = replay(asan_cuda_libs, fakes, fake_host_blob, "replay_host", **asan_env())
+    assert r["ok"] == [True, True, True, True] and r["live_execs"] == 0
+    assert r["status_after_bad"].startswith("eager: replay: ")
+
+
+def test_host_fallbacks_replay_on_new_inputs(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_host_blob: Path
+) -> None:
+    # topk and histc have no device kernel here: under capture each becomes a host step
+    # (copies to pinned memory, the CPU op in a host function, copies back), so the model
+    # replays, and every replay computes from that run's inputs.
+    r = replay(cuda_libs, fakes, fake_host_blob, "replay_host")
+    assert r["statuses"] == ["warmed up", "replaying", "replaying", "replaying"]
+    assert r["ok"] == [True, True, True, True]
+    assert r["launches"] == 3 and r["replayed_work"] > 0
+    # A host step that fails at a replay fails that run with the op's error; the model
+    # then runs eagerly, correctly, and says why.
+    assert "graph replay: " in r["bad_run"]
+    assert "host step of a replay failed: histc" in r["bad_run"]
+    assert "range of [-2.968636, inf] is not finite" in r["bad_run"]
+    assert r["status_after_bad"].startswith("eager: replay: ")
+    assert r["eager_after_bad_ok"] and r["launched_after_bad"] == 0
+    assert r["live_execs"] == 0
+
+
+def test_host_fallbacks_cannot_replay_when_capture_is_refused(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_host_blob: Path
+) -> None:
+    # Control for the above: without capture every run is eager and still right, and
+    # nothing is launched.
+    r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_NO_CAPTURE="1")
+    assert r["statuses"][1].startswith("eager: capture: ")
+    assert r["ok"] == [True, True, True, True]
+    assert r["launches"] == 0 and r["replayed_work"] == 0

@@ -1,8 +1,8 @@
 /* A stand-in CUDA runtime for CI (no GPU): "device" memory is host memory, so
- * unified addressing holds trivially, copies are memcpy, streams are opaque
- * tokens. Loaded by the slim CUDA shims through SHIMKIT_CUDART. The device
- * count comes from FAKE_CUDA_DEVICES (default 1); counters let tests see how
- * often memory was really allocated. */
+ * unified addressing holds trivially, copies are memcpy (recorded instead on
+ * a stream under capture, see the graphs below), streams are opaque tokens. Loaded by the slim CUDA
+ * shims through SHIMKIT_CUDART. The device count comes from FAKE_CUDA_DEVICES (default 1); counters
+ * let tests see how often memory was really allocated. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +62,28 @@ int cudaFreeHost(void* p) {
   free(p);
   return 0;
 }
+/* Stream work issued to a stream under capture is recorded, not run
+ * (the graph runs it again at each cudaGraphLaunch). */
+enum { WORK_COPY, WORK_SET, WORK_HOST_FN };
+typedef struct {
+  int kind;
+  void* dst;
+  const void* src;
+  size_t n;
+  int value;
+  void (*fn)(void*);
+} Work;
+static int record(void* stream, Work w);
+
 int cudaMemcpyAsync(void* dst, const void* src, size_t n, int kind, void* stream) {
   (void)kind;
-  (void)stream;
+  if (record(stream, (Work){WORK_COPY, dst, src, n, 0, NULL})) return 0;
   memmove(dst, src, n);
   ++g_copies;
   return 0;
 }
 int cudaMemsetAsync(void* p, int v, size_t n, void* stream) {
-  (void)stream;
+  if (record(stream, (Work){WORK_SET, p, NULL, n, v, NULL})) return 0;
   memset(p, v, n);
   return 0;
 }
@@ -88,15 +101,16 @@ static void run_host_fn(void) {
   }
 }
 int cudaLaunchHostFunc(void* stream, void (*fn)(void*), void* data) {
-  (void)stream;
+  if (record(stream, (Work){WORK_HOST_FN, data, NULL, 0, 0, fn})) return 0;
   run_host_fn(); /* one pending at a time is all the shims enqueue */
   g_host_fn = fn;
   g_host_data = data;
   ++g_host_fns;
   return 0;
 }
+static int refuse_under_capture(void* stream);
 int cudaStreamSynchronize(void* stream) {
-  (void)stream;
+  if (refuse_under_capture(stream)) return 900; /* cudaErrorStreamCaptureUnsupported */
   run_host_fn();
   ++g_syncs;
   return 0;
@@ -151,6 +165,10 @@ const char* cudaGetErrorString(int err) {
       return "no CUDA-capable device is detected";
     case 101:
       return "invalid device ordinal";
+    case 900:
+      return "operation not permitted when stream is capturing";
+    case 901:
+      return "operation failed due to a previous error during capture";
     default:
       return "unknown error";
   }
@@ -160,19 +178,63 @@ int cudaDriverGetVersion(int* v) {
   return 0;
 }
 
-/* Streams and graphs: tokens and counters only. Work still runs at the call
- * (device memory is host memory), so a "replay" does nothing; what CI checks
- * is the call sequence and the allocator's pools. FAKE_CUDA_NO_CAPTURE=1
- * refuses capture (cudaErrorStreamCaptureUnsupported). */
-static long g_streams = 0, g_captures = 0, g_launches = 0, g_execs = 0;
-static int g_capturing = 0;
+/* Streams and graphs. Copies, memsets and host functions issued to the
+ * stream under capture are recorded into the graph, and each cudaGraphLaunch
+ * runs them again in order (device memory is host memory, so a replay reads
+ * the inputs as they are at launch). Work of the other fake libraries
+ * (cuBLASLt, cuDNN) still runs at the call, under capture too, and a replay
+ * does not repeat it. Synchronising the stream under capture fails and
+ * invalidates the capture. FAKE_CUDA_NO_CAPTURE=1 refuses capture
+ * (cudaErrorStreamCaptureUnsupported). */
+static long g_streams = 0, g_captures = 0, g_launches = 0, g_execs = 0, g_replayed = 0;
+static void* g_capture_stream = NULL;
+
+typedef struct {
+  Work* work;
+  size_t count, capacity;
+} Graph;
+static Graph* g_capture = NULL;
+static int g_capture_invalidated = 0;
+
+/* Synchronising the stream under capture is an error that also invalidates
+ * the capture (as on a GPU: its end then fails). */
+static int refuse_under_capture(void* stream) {
+  if (g_capture == NULL || stream == NULL || stream != g_capture_stream) return 0;
+  g_capture_invalidated = 1;
+  return 1;
+}
 
 long fake_cuda_graph_counter(const char* name) {
   if (strcmp(name, "streams") == 0) return g_streams;
   if (strcmp(name, "captures") == 0) return g_captures;
   if (strcmp(name, "launches") == 0) return g_launches;
-  if (strcmp(name, "execs") == 0) return g_execs; /* live executable graphs */
+  if (strcmp(name, "execs") == 0) return g_execs;       /* live executable graphs */
+  if (strcmp(name, "replayed") == 0) return g_replayed; /* work items run by launches */
   return -1;
+}
+
+/* True (and `w` kept) when `stream` is being captured. */
+static int record(void* stream, Work w) {
+  if (g_capture == NULL || stream == NULL || stream != g_capture_stream) return 0;
+  if (g_capture->count == g_capture->capacity) {
+    g_capture->capacity = g_capture->capacity ? 2 * g_capture->capacity : 8;
+    g_capture->work = realloc(g_capture->work, g_capture->capacity * sizeof(Work));
+  }
+  g_capture->work[g_capture->count++] = w;
+  return 1;
+}
+
+static Graph* copy_graph(const Graph* g) {
+  Graph* c = calloc(1, sizeof(Graph));
+  c->count = c->capacity = g->count;
+  c->work = malloc((g->count ? g->count : 1) * sizeof(Work));
+  memcpy(c->work, g->work, g->count * sizeof(Work));
+  return c;
+}
+static void free_graph(Graph* g) {
+  if (g == NULL) return;
+  free(g->work);
+  free(g);
 }
 
 int cudaStreamCreateWithFlags(void** stream, unsigned int flags) {
@@ -188,36 +250,54 @@ int cudaStreamDestroy(void* stream) {
 }
 int cudaStreamBeginCapture(void* stream, int mode) {
   const char* refuse = getenv("FAKE_CUDA_NO_CAPTURE");
-  if (stream == NULL || mode != 2 || g_capturing) return 1;
+  if (stream == NULL || mode != 2 || g_capture != NULL) return 1;
   if (refuse != NULL && refuse[0] == '1') return 900; /* cudaErrorStreamCaptureUnsupported */
-  g_capturing = 1;
+  g_capture = calloc(1, sizeof(Graph));
+  g_capture_stream = stream;
   return 0;
 }
 int cudaStreamEndCapture(void* stream, void** graph) {
-  (void)stream;
-  if (!g_capturing) return 1;
-  g_capturing = 0;
-  *graph = malloc(1);
+  if (g_capture == NULL || stream != g_capture_stream) return 1;
+  Graph* captured = g_capture;
+  const int invalidated = g_capture_invalidated;
+  g_capture = NULL;
+  g_capture_stream = NULL;
+  g_capture_invalidated = 0;
+  if (invalidated) {
+    free_graph(captured);
+    *graph = NULL;
+    return 901; /* cudaErrorStreamCaptureInvalidated */
+  }
+  *graph = captured;
   ++g_captures;
   return 0;
 }
 int cudaGraphInstantiate(void** exec, void* graph, unsigned long long flags) {
   if (graph == NULL || flags != 0) return 1;
-  *exec = malloc(1);
+  *exec = copy_graph((const Graph*)graph);
   ++g_execs;
   return 0;
 }
 int cudaGraphLaunch(void* exec, void* stream) {
-  if (exec == NULL || stream == NULL || g_capturing) return 1;
+  if (exec == NULL || stream == NULL || g_capture != NULL) return 1;
+  run_host_fn(); /* what the stream ran before */
+  const Graph* g = (const Graph*)exec;
+  for (size_t i = 0; i < g->count; ++i) {
+    const Work* w = &g->work[i];
+    if (w->kind == WORK_COPY) memmove(w->dst, w->src, w->n);
+    if (w->kind == WORK_SET) memset(w->dst, w->value, w->n);
+    if (w->kind == WORK_HOST_FN) w->fn(w->dst);
+    ++g_replayed;
+  }
   ++g_launches;
   return 0;
 }
 int cudaGraphExecDestroy(void* exec) {
-  free(exec);
+  free_graph((Graph*)exec);
   --g_execs;
   return 0;
 }
 int cudaGraphDestroy(void* graph) {
-  free(graph);
+  free_graph((Graph*)graph);
   return 0;
 }

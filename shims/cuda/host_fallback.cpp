@@ -1,0 +1,245 @@
+#include "shims/cuda/host_fallback.h"
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace shimkit {
+namespace cuda {
+namespace {
+
+// Owns the handles a CPU shim returned.
+class OwnedHandles {
+ public:
+  explicit OwnedHandles(size_t n) : handles_(n, nullptr) {}
+  OwnedHandles(const OwnedHandles&) = delete;
+  OwnedHandles& operator=(const OwnedHandles&) = delete;
+  ~OwnedHandles() {
+    for (AtenTensorHandle h : handles_) {
+      if (h != nullptr) aoti_torch_delete_tensor_object(h);
+    }
+  }
+  AtenTensorHandle* data() { return handles_.data(); }
+  const SlimTensor& operator[](size_t i) const {
+    if (handles_[i] == nullptr) throw ShimError("result " + std::to_string(i) + " is missing");
+    return as_tensor(handles_[i]);
+  }
+  size_t size() const { return handles_.size(); }
+
+ private:
+  std::vector<AtenTensorHandle> handles_;
+};
+
+// A handle that views `t` without owning it (valid while `t` lives).
+AtenTensorHandle borrow_handle(SlimTensor& t) { return reinterpret_cast<AtenTensorHandle>(&t); }
+
+// Host tensors behind a host step's inputs, and handles to them in order (a
+// deque: the handles point into it).
+struct HostTensors {
+  std::deque<SlimTensor> tensors;
+  HostInputs handles;
+
+  void add(SlimTensor t) {
+    tensors.push_back(std::move(t));
+    handles.push_back(borrow_handle(tensors.back()));
+  }
+};
+
+// Eagerly: host mirrors of the inputs (synchronous copies).
+HostTensors mirrors_of(const HostInputs& inputs) {
+  HostTensors host;
+  for (AtenTensorHandle h : inputs) {
+    if (h == nullptr) {
+      host.handles.push_back(nullptr);
+    } else {
+      host.add(host_mirror(as_tensor(h)));
+    }
+  }
+  return host;
+}
+
+std::string describe(const SlimTensor& t) {
+  std::string s = std::string(dtype_name(t.dtype())) + "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes()[i]);
+  return s + "]";
+}
+
+bool same_sizes_and_dtype(const SlimTensor& a, const SlimTensor& b) {
+  return a.dtype() == b.dtype() && a.sizes().vec() == b.sizes().vec();
+}
+
+size_t span_bytes(const SlimTensor& t) {
+  return static_cast<size_t>(span_elements(t)) * t.itemsize();
+}
+
+// A zeroed page-locked host tensor with t's sizes, strides and dtype.
+SlimTensor pinned_like(const SlimTensor& t) {
+  const size_t bytes = span_bytes(t);
+  std::shared_ptr<Storage> storage = pinned_storage(bytes);
+  if (bytes > 0) std::memset(storage->data(), 0, bytes);
+  return host_view_of(t, std::move(storage));
+}
+
+// One host fallback captured into a CUDA graph: what its host function needs
+// at every replay. The copies around it are graph nodes of their own.
+struct CapturedHostStep {
+  std::string what;
+  uint64_t pool = 0;
+  HostTensors inputs;               // pinned copies of the device inputs
+  std::vector<SlimTensor> results;  // pinned buffers in the captured geometry
+  HostResultsOp results_op;         // results_on_host
+  HostIntoOp into_op;               // on_host_into: writes into results[0]
+
+  // cudaLaunchHostFunc's callback: runs the op on this replay's inputs.
+  // Errors go to the pool's replay state (a host function cannot fail the
+  // stream); the device outputs then keep the last replay's values.
+  static void run(void* self) {
+    auto* step = static_cast<CapturedHostStep*>(self);
+    try {
+      step->run_op();
+    } catch (const std::exception& e) {
+      report_replay_error(step->pool, step->what + ": " + e.what());
+    }
+  }
+
+  void run_op() {
+    if (into_op) {
+      if (into_op(borrow_handle(results[0]), inputs.handles) != AOTI_TORCH_SUCCESS) {
+        throw ShimError(shimkit_shim_last_error());
+      }
+      return;
+    }
+    OwnedHandles out(results.size());
+    if (results_op(inputs.handles, out.data()) != AOTI_TORCH_SUCCESS) {
+      throw ShimError(shimkit_shim_last_error());
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!same_sizes_and_dtype(out[i], results[i])) {
+        throw ShimError("result " + std::to_string(i) + " is " + describe(out[i]) +
+                        " at this replay, " + describe(results[i]) + " when captured");
+      }
+      copy_tensor(results[i], out[i]);
+    }
+  }
+};
+
+// Under capture: a step whose inputs are pinned buffers filled by copies
+// enqueued now on each input's device stream (host inputs are read in place).
+std::shared_ptr<CapturedHostStep> begin_step(const char* what, const HostInputs& inputs) {
+  auto step = std::make_shared<CapturedHostStep>();
+  step->what = what;
+  step->pool = current_pool();
+  for (AtenTensorHandle h : inputs) {
+    if (h == nullptr) {
+      step->inputs.handles.push_back(nullptr);
+      continue;
+    }
+    const SlimTensor& t = as_tensor(h);
+    if (!is_cuda(t)) {
+      step->inputs.add(t);
+      continue;
+    }
+    SlimTensor pinned = pinned_like(t);
+    memcpy_any(pinned.data_ptr(), t.data_ptr(), span_bytes(t), t.device_index(), false);
+    step->inputs.add(std::move(pinned));
+  }
+  return step;
+}
+
+// Enqueues the step's host function on the current stream of `device_index`
+// and keeps the step for the graph's replays.
+void launch_step(const std::shared_ptr<CapturedHostStep>& step, int32_t device_index) {
+  const Runtime& rt = require_runtime();
+  if (rt.launch_host_func == nullptr) {
+    throw ShimError(step->what +
+                    ": cudaLaunchHostFunc is unavailable, so a CUDA graph cannot "
+                    "capture its host fallback");
+  }
+  check(rt.launch_host_func(current_stream(device_index), &CapturedHostStep::run, step.get()),
+        "cudaLaunchHostFunc");
+  keep_for_replays(step);
+}
+
+void capture_results(const char* what, int32_t device_index,
+                     const std::vector<AtenTensorHandle*>& rets, const HostInputs& inputs,
+                     HostResultsOp op, ResultSizes sizes) {
+  if (sizes == ResultSizes::kFromData) {
+    throw ShimError(std::string(what) +
+                    ": the size of its result depends on the data, so a CUDA graph cannot "
+                    "capture it");
+  }
+  std::shared_ptr<CapturedHostStep> step = begin_step(what, inputs);
+  // The result geometry, from one run on the (still zero) pinned inputs.
+  OwnedHandles probe(rets.size());
+  if (op(step->inputs.handles, probe.data()) != AOTI_TORCH_SUCCESS) {
+    throw ShimError(std::string(what) + " (finding its result sizes for a CUDA graph capture): " +
+                    shimkit_shim_last_error());
+  }
+  std::vector<SlimTensor> device_results;
+  for (size_t i = 0; i < rets.size(); ++i) {
+    const SlimTensor& r = probe[i];
+    step->results.push_back(pinned_like(r));
+    device_results.push_back(SlimTensor::empty(r.sizes().data(), r.strides().data(), r.dim(),
+                                               r.dtype(), device::kCUDA, device_index));
+  }
+  step->results_op = std::move(op);
+  launch_step(step, device_index);
+  for (size_t i = 0; i < rets.size(); ++i) {
+    memcpy_any(device_results[i].data_ptr(), step->results[i].data_ptr(),
+               span_bytes(device_results[i]), device_index, false);
+  }
+  for (size_t i = 0; i < rets.size(); ++i) *rets[i] = to_handle(std::move(device_results[i]));
+}
+
+}  // namespace
+
+int32_t cuda_device_of(AtenTensorHandle h, const char* what) {
+  if (h == nullptr) throw ShimError(std::string(what) + ": null tensor");
+  const SlimTensor& t = as_tensor(h);
+  if (!is_cuda(t)) throw ShimError(std::string(what) + ": tensor is not on a CUDA device");
+  return t.device_index();
+}
+
+void results_on_host(const char* what, const std::vector<AtenTensorHandle*>& rets,
+                     const HostInputs& inputs, HostResultsOp op, ResultSizes sizes) {
+  for (AtenTensorHandle* r : rets) check_out(r);
+  const int32_t device_index = cuda_device_of(inputs.empty() ? nullptr : inputs[0], what);
+  if (capturing()) {
+    capture_results(what, device_index, rets, inputs, std::move(op), sizes);
+    return;
+  }
+  HostTensors host = mirrors_of(inputs);
+  OwnedHandles out(rets.size());
+  if (op(host.handles, out.data()) != AOTI_TORCH_SUCCESS) {
+    throw ShimError(shimkit_shim_last_error());
+  }
+  std::vector<SlimTensor> device_results;
+  for (size_t i = 0; i < rets.size(); ++i) device_results.push_back(upload(out[i], device_index));
+  for (size_t i = 0; i < rets.size(); ++i) *rets[i] = to_handle(std::move(device_results[i]));
+}
+
+void on_host_into(const char* what, AtenTensorHandle out, const HostInputs& inputs, HostIntoOp op) {
+  const int32_t device_index = cuda_device_of(out, what);
+  const SlimTensor& o = as_tensor(out);
+  if (capturing()) {
+    std::shared_ptr<CapturedHostStep> step = begin_step(what, inputs);
+    // `out` is read too (the op may keep what lies between its elements).
+    step->results.push_back(pinned_like(o));
+    memcpy_any(step->results[0].data_ptr(), o.data_ptr(), span_bytes(o), device_index, false);
+    step->into_op = std::move(op);
+    launch_step(step, device_index);
+    memcpy_any(o.data_ptr(), step->results[0].data_ptr(), span_bytes(o), device_index, false);
+    return;
+  }
+  SlimTensor host_out = host_mirror(o);
+  HostTensors host = mirrors_of(inputs);
+  if (op(borrow_handle(host_out), host.handles) != AOTI_TORCH_SUCCESS) {
+    throw ShimError(shimkit_shim_last_error());
+  }
+  copy_tensor(o, host_out);
+}
+
+}  // namespace cuda
+}  // namespace shimkit
