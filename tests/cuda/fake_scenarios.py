@@ -333,6 +333,110 @@ def graph_pools(s: Shims) -> dict[str, Any]:
     return r
 
 
+F64_CODE = 7
+
+
+def captured_host_steps(s: Shims) -> dict[str, Any]:
+    """Host fallbacks under a capture: topk (new results), mm on float64 (into `out`, the
+    host path: cuBLASLt takes no float64) and index_reduce become host steps. The capture
+    runs no CPU op on the inputs and synchronises nothing; each launch computes from the
+    inputs as they are then. A replay whose step fails reports it at the next check."""
+    lib = s.lib
+    r: dict[str, Any] = {}
+    rng = np.random.default_rng(11)
+    stream = ctypes.c_void_p()
+    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    x = s.empty((4, 6), None, 0)
+    a = s.empty((3, 5), None, 0, F64_CODE)
+    b = s.empty((5, 2), None, 0, F64_CODE)
+    product = s.empty((3, 2), None, 0, F64_CODE)
+    table = s.empty((4, 3), None, 0)
+    index = s.empty((2,), None, 0, I64_CODE)
+    rows = s.empty((2, 3), None, 0)
+
+    def fill(h: Any, arr: np.ndarray, dtype: int = F32) -> None:
+        s.call("aoti_torch_copy_", h, s.host(arr, dtype), I32(0))
+
+    def inputs(idx: np.ndarray) -> dict[str, np.ndarray]:
+        v = {
+            "x": rng.standard_normal((4, 6)).astype(np.float32),
+            "a": rng.standard_normal((3, 5)),
+            "b": rng.standard_normal((5, 2)),
+            "table": rng.standard_normal((4, 3)).astype(np.float32),
+            "index": idx,
+            "rows": rng.standard_normal((2, 3)).astype(np.float32),
+        }
+        fill(x, v["x"])
+        fill(a, v["a"], F64_CODE)
+        fill(b, v["b"], F64_CODE)
+        fill(table, v["table"])
+        fill(index, v["index"], I64_CODE)
+        fill(rows, v["rows"])
+        return v
+
+    inputs(np.array([1, 3], dtype=np.int64))
+    syncs, host_allocs = counter("sync"), counter("host_alloc")
+    pool = ctypes.c_uint64()
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    values, indices, reduced = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),
+           ctypes.byref(indices))  # fmt: skip
+    s.call("aoti_torch_cuda_mm_out", product, a, b)
+    s.call("aoti_torch_cuda_index_reduce", table, I64(0), index, rows, b"amax", I32(1),
+           ctypes.byref(reduced))  # fmt: skip
+    r["capture_syncs"] = counter("sync") - syncs
+    r["pinned_buffers"] = counter("host_alloc") - host_allocs
+    try:  # nonzero's result size depends on the data: refused under capture
+        s.call("aoti_torch_cuda_nonzero", x, ctypes.byref(ctypes.c_void_p()))
+        r["nonzero_under_capture"] = "captured"
+    except RuntimeError as exc:
+        r["nonzero_under_capture"] = str(exc)
+    exec_ = ctypes.c_void_p()
+    assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    r["topk_geometry"] = [s.meta(values)[0], s.meta(indices)[0]]
+
+    r["replays_ok"] = []
+    for idx in ([1, 3], [0, 0]):  # new values each time, and a repeated index
+        v = inputs(np.array(idx, dtype=np.int64))
+        assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+        assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
+        r["replays_ok"].append(lib.shimkit_cuda_graph_check(pool) == 0)
+        want_idx = np.argsort(-v["x"], axis=1, kind="stable")[:, :2]
+        want_table = v["table"].copy()
+        for row, i in zip(v["rows"], v["index"], strict=True):
+            want_table[i] = np.maximum(want_table[i], row)
+        r["replays_ok"].append(
+            bool(np.array_equal(s.numpy(values), np.take_along_axis(v["x"], want_idx, 1)))
+            and bool(np.array_equal(s.numpy(indices, np.int64, I64_CODE), want_idx))
+            and bool(np.allclose(s.numpy(product, np.float64, F64_CODE), v["a"] @ v["b"]))
+            and bool(np.array_equal(s.numpy(reduced), want_table))
+        )
+    inputs(np.array([1, 9], dtype=np.int64))  # row 9 of 4: the CPU op refuses it
+    assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+    assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
+    r["bad_index_check"] = s.error() if lib.shimkit_cuda_graph_check(pool) != 0 else "passed"
+    r["check_after_report"] = lib.shimkit_cuda_graph_check(pool) == 0  # reported once
+    assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
+    r["live_execs"] = graph_counter("execs")
+    # Control: the same topk outside a capture synchronises (it copies to the host).
+    syncs = counter("sync")
+    s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),
+           ctypes.byref(indices))  # fmt: skip
+    r["eager_syncs"] = counter("sync") - syncs
+    # Control: the fake refuses a synchronisation under capture, and the capture is lost.
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    r["sync_under_capture"] = lib.shimkit_cuda_stream_synchronize(stream) == 0
+    r["end_after_sync"] = (
+        s.error() if lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) != 0 else "ended"
+    )
+    lib.shimkit_cuda_graph_free(exec_, pool, stream)
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    return r
+
+
 def blas_binding(s: Shims) -> dict[str, Any]:
     """cuBLAS is bound to a stream (and given a workspace) once per stream, not per GEMM."""
     x = s.device(np.ones((4, 4), dtype=np.float32))
@@ -699,6 +803,7 @@ SCENARIOS = {
     "blas_binding": blas_binding,
     "autotune": autotune,
     "graph_pools": graph_pools,
+    "captured_host_steps": captured_host_steps,
     "fallbacks": fallbacks,
     "conv": conv,
     "conv_calls": conv_calls,

@@ -184,6 +184,28 @@ def test_refused_capture_is_a_clear_error(
     assert "cudaStreamBeginCapture" in done.stderr
 
 
+def test_host_fallbacks_are_captured_as_host_steps(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "captured_host_steps")
+    # The capture records copies and host functions: no synchronisation, one pinned
+    # buffer per input and result (topk 1 + 2, mm 2 + out, index_reduce 3 + 1).
+    assert r["capture_syncs"] == 0 and r["pinned_buffers"] == 10
+    assert r["topk_geometry"] == [[4, 2], [4, 2]]  # found by one run on zeros
+    # Each replay computes from the inputs of its launch, all three ops.
+    assert r["replays_ok"] == [True, True, True, True]
+    # A step that fails in a replay is reported once, naming the op and why.
+    assert "host step of a replay failed: index_reduce" in r["bad_index_check"]
+    assert "index" in r["bad_index_check"].split("index_reduce", 1)[1]
+    assert r["check_after_report"] and r["live_execs"] == 0
+    assert "nonzero: the size of its result depends on the data" in r["nonzero_under_capture"]
+    # Controls: eagerly the same op synchronises; and the fake does refuse a
+    # synchronisation under capture (so a step that synchronised could not pass above).
+    assert r["eager_syncs"] >= 1
+    assert not r["sync_under_capture"]
+    assert "cudaStreamEndCapture" in r["end_after_sync"]
+
+
 def test_cublas_is_bound_once_per_stream(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
@@ -390,7 +412,7 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
 
 SANITIZED_SCENARIOS = (
     "basics", "caching", "matmul", "matmul_half", "blas_binding", "fallbacks", "conv",
-    "conv_calls", "graph_pools",
+    "conv_calls", "graph_pools", "captured_host_steps",
 )  # fmt: skip
 
 

@@ -16,8 +16,9 @@ handed back in another shape than the exported program gives are listed (`shape_
 shimkit.aot.outputs).
 
 With --timed (run alone on the machine: cuda_experiment.py --zoo-timed), the first input set
-also runs with CUDA-graph replay (whether it replays or why not, and whether three replays
-match eager), and the time per run of slim eager, slim replay and torch's runner on the same
+also runs with CUDA-graph replay (whether it replays or why not, and whether four runs match
+eager: the first input set twice, new floating values of the same geometry, the first set
+again), and the time per run of slim eager, slim replay and torch's runner on the same
 blob is measured (step_slim.timed and step_torch_runner.timed: five blocks, the median).
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_zoo.py OUT_JSON MODEL WORK_DIR [--timed]
@@ -104,20 +105,45 @@ def run_peer(
     return result
 
 
+def perturbed(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Inputs of the same geometry with new floating values (integer inputs, often indices
+    or offsets, are kept): what shows that a replay computes from its own inputs."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(7)
+
+    def new_values(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return t
+        noise = torch.randn(t.shape, generator=generator).to(t.device, t.dtype)
+        return t.clone().add_(noise)  # clone keeps the strides (channels_last inputs too)
+
+    return tuple(new_values(t) for t in inputs)
+
+
 def replay_and_timing(
-    pt2: Path, first: tuple[Any, ...], expected: list[Any], slim: Any, rtol: float
+    pt2: Path, model: Any, first: tuple[Any, ...], expected: list[Any], slim: Any, rtol: float
 ) -> dict[str, Any]:
-    """The first input set with CUDA-graph replay (status, three replays against eager), and
-    slim eager's and replay's time per run."""
+    """CUDA-graph replay (status; runs on the first input set, on new values of the same
+    geometry, and on the first again, each against eager), and slim eager's and replay's
+    time per run on the first input set."""
     import shimkit.runtime
+    import torch
     from step_slim import timed
 
+    second = perturbed(first)
+    with torch.no_grad():
+        second_expected = model(*second)
+    if isinstance(second_expected, torch.Tensor):
+        second_expected = [second_expected]
+    plan = [(first, expected)] * 2 + [(second, list(second_expected)), (first, expected)]
     replaying = shimkit.runtime.load(pt2, device="cuda", graphs=True)
     try:
-        replays = [replaying(*first) for _ in range(3)]
+        matches = [compare(replaying(*inputs), want, rtol)["match"] for inputs, want in plan]
         return {
             "graph_status": replaying.graph_status,
-            "replay_matches": [compare(r, expected, rtol)["match"] for r in replays],
+            # Run 1 eager, run 2 captured, runs 3 (new values) and 4 replayed.
+            "replay_matches": matches,
             "slim_eager_us": timed(slim, list(first))["us_per_run"],
             "slim_replay_us": timed(replaying, list(first))["us_per_run"],
         }
@@ -185,7 +211,9 @@ def main() -> int:
             report["runs"].append(run)
             save()
     if timed:
-        report["timing"] = replay_and_timing(pt2, input_sets[0], eager_outputs[0], slim, zoo.rtol)
+        report["timing"] = replay_and_timing(
+            pt2, model, input_sets[0], eager_outputs[0], slim, zoo.rtol
+        )
         save()
     slim.close()
     # Convolutions on cuDNN and on the host (the fallback), over every run.

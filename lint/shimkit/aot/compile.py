@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
+from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
     CUDA_INFERENCE_OPTIONS,
@@ -262,8 +263,15 @@ def in_math_form(
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
-    per kind rewritten, saying so."""
+    per kind rewritten, saying so. 3-D grid sampling is always rewritten where the installed
+    torch has no C shim for it (`shimkit.aot.grid_sample`): its blob could not load otherwise."""
     notes = []
+    exported, count = grid_sampler_3d_in_math_form(torch, exported)
+    if count:
+        notes.append(
+            f"{count} grid_sampler_3d call(s) compiled in their math form (this torch has no "
+            "C shim for it; Inductor generates the kernel)"
+        )
     if attention:
         exported, count = attention_in_math_form(torch, exported)
         if count:
