@@ -283,7 +283,11 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
     m->static_out.assign(captured.h.begin(), captured.h.end());
     std::fill(captured.h.begin(), captured.h.end(), nullptr);
     m->graph_state = 2;
-    m->graph_status = "replaying";
+    // Host steps make each replay wait for the host (shims/cuda/host_fallback.h).
+    const int64_t host_steps = shimkit_cuda_graph_host_steps(m->pool);
+    m->graph_status = host_steps == 0 ? "replaying"
+                                      : "replaying, " + std::to_string(host_steps) + " host step" +
+                                            (host_steps == 1 ? "" : "s");
   }
   if (shimkit_cuda_graph_launch(m->exec, m->stream) != 0) {
     return fail(SHIMKIT_E_RUN, "graph launch: " + shim_error());

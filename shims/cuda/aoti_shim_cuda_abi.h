@@ -192,16 +192,18 @@ SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_c
 // Streams and CUDA graphs for hosts (shims/cuda/cuda_graph.cpp): a
 // non-blocking stream on a device; capturing a stream (relaxed mode) with a
 // private allocation pool whose id goes to *pool; ending the capture into an
-// executable graph (the pool stays reserved for it); replaying it;
-// checking, once the stream is idle, that the host steps of its replays
-// since the last check worked (an error naming the op and why, otherwise);
-// and freeing it (after the stream is idle) with its pool.
+// executable graph (the pool stays reserved for it); replaying it; how many
+// host steps (host fallbacks, host_fallback.h) the graph runs; checking,
+// once the stream is idle, that those of its replays since the last check
+// worked (an error naming the op and why, otherwise); and freeing it (after
+// the stream is idle) with its pool.
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_stream_create(int32_t device_index, void** stream);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_stream_destroy(void* stream);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_stream_synchronize(void* stream);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_begin(void* stream, uint64_t* pool);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_end(void* stream, void** exec);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream);
+SHIMKIT_EXPORT int64_t shimkit_cuda_graph_host_steps(uint64_t pool);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_check(uint64_t pool);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_free(void* exec, uint64_t pool, void* stream);
 // Waits for the calling thread's current stream on `device_index`.

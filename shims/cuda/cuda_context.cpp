@@ -221,17 +221,23 @@ uint64_t current_pool() { return t_pool; }
 
 namespace {
 
-// Per pool: what its graph's replays use, and the first failure one reported.
+// Per pool: the host steps its graph's replays run, and the first failure
+// one reported.
 struct ReplayState {
-  std::vector<std::shared_ptr<void>> kept;
+  std::vector<std::shared_ptr<void>> steps;
   std::string error;
 };
 
 class ReplayStates {
  public:
-  void keep(uint64_t pool, std::shared_ptr<void> object) {
+  void keep(uint64_t pool, std::shared_ptr<void> step) {
     std::lock_guard<std::mutex> lock(mutex_);
-    states_[pool].kept.push_back(std::move(object));
+    states_[pool].steps.push_back(std::move(step));
+  }
+  size_t count(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    return it == states_.end() ? 0 : it->second.steps.size();
   }
   void report(uint64_t pool, const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -244,7 +250,7 @@ class ReplayStates {
     if (it == states_.end()) return "";
     return std::exchange(it->second.error, std::string());
   }
-  // Destroys the pool's objects outside the lock (their pinned buffers go
+  // Destroys the pool's steps outside the lock (their pinned buffers go
   // back to the runtime).
   void release(uint64_t pool) {
     ReplayState gone;
@@ -270,10 +276,12 @@ ReplayStates& replay_states() {
 
 }  // namespace
 
-void keep_for_replays(std::shared_ptr<void> object) {
-  if (t_pool == 0) throw ShimError("keep_for_replays: no CUDA graph capture on this thread");
-  replay_states().keep(t_pool, std::move(object));
+void keep_host_step(std::shared_ptr<void> step) {
+  if (t_pool == 0) throw ShimError("keep_host_step: no CUDA graph capture on this thread");
+  replay_states().keep(t_pool, std::move(step));
 }
+
+size_t host_steps(uint64_t pool) { return replay_states().count(pool); }
 
 void report_replay_error(uint64_t pool, const std::string& what) {
   replay_states().report(pool, what);

@@ -53,10 +53,11 @@ void release_private_pool(uint64_t pool);
 bool capturing();
 // The pool this thread allocates from (0 when not capturing).
 uint64_t current_pool();
-// What a capture's replays use besides device memory (host steps and their
-// pinned buffers, host_fallback.cpp): kept with the pool being captured on
-// this thread until release_private_pool().
-void keep_for_replays(std::shared_ptr<void> object);
+// The host steps a capture's replays run (host_fallback.cpp), kept with the
+// pool being captured on this thread until release_private_pool(), and how
+// many `pool` holds.
+void keep_host_step(std::shared_ptr<void> step);
+size_t host_steps(uint64_t pool);
 // The first failure a replay's host step reported for `pool`, and taking it
 // (empty when none): host functions cannot fail the stream, so the graph's
 // owner asks after synchronising (shimkit_cuda_graph_check).

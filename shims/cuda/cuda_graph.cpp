@@ -82,6 +82,10 @@ AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream) {
   });
 }
 
+int64_t shimkit_cuda_graph_host_steps(uint64_t pool) {
+  return static_cast<int64_t>(cu::host_steps(pool));
+}
+
 AOTITorchError shimkit_cuda_graph_check(uint64_t pool) {
   return SHIMKIT_GUARD({
     const std::string error = cu::take_replay_error(pool);

@@ -159,7 +159,7 @@ void launch_step(const std::shared_ptr<CapturedHostStep>& step, int32_t device_i
   }
   check(rt.launch_host_func(current_stream(device_index), &CapturedHostStep::run, step.get()),
         "cudaLaunchHostFunc");
-  keep_for_replays(step);
+  keep_host_step(step);
 }
 
 void capture_results(const char* what, int32_t device_index,

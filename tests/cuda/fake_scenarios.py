@@ -395,6 +395,8 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
         r["nonzero_under_capture"] = str(exc)
     exec_ = ctypes.c_void_p()
     assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    lib.shimkit_cuda_graph_host_steps.restype = ctypes.c_int64
+    r["host_steps"] = lib.shimkit_cuda_graph_host_steps(pool)
     r["topk_geometry"] = [s.meta(values)[0], s.meta(indices)[0]]
 
     r["replays_ok"] = []
@@ -420,6 +422,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     r["check_after_report"] = lib.shimkit_cuda_graph_check(pool) == 0  # reported once
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
     r["live_execs"] = graph_counter("execs")
+    r["host_steps_after_free"] = lib.shimkit_cuda_graph_host_steps(pool)
     # Control: the same topk outside a capture synchronises (it copies to the host).
     syncs = counter("sync")
     s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),

@@ -192,6 +192,7 @@ def test_host_fallbacks_are_captured_as_host_steps(
     # buffer per input and result (topk 1 + 2, mm 2 + out, index_reduce 3 + 1).
     assert r["capture_syncs"] == 0 and r["pinned_buffers"] == 10
     assert r["topk_geometry"] == [[4, 2], [4, 2]]  # found by one run on zeros
+    assert r["host_steps"] == 3 and r["host_steps_after_free"] == 0  # nonzero's is not one
     # Each replay computes from the inputs of its launch, all three ops.
     assert r["replays_ok"] == [True, True, True, True]
     # A step that fails in a replay is reported once, naming the op and why.
