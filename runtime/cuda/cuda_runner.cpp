@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -84,12 +85,17 @@ struct shimkit_cuda_model {
   // CUDA-graph replay (shimkit_cuda_model_use_graphs; see run_graph()).
   bool graphs = false;
   void* stream = nullptr;  // the model's own non-blocking stream
-  int graph_state = 0;     // 0 cold, 1 warmed up, 2 captured, -1 replay given up
+  // 0 cold, 1 warmed up, 2 replaying, 3 captured with host steps and timing
+  // replay against eager (run_to_choose), -1 replay given up.
+  int graph_state = 0;
   std::string graph_status = "off";
   std::vector<AtenTensorHandle> static_in, static_out;
   std::vector<std::vector<int64_t>> input_geometry;
   void* exec = nullptr;
   uint64_t pool = 0;
+  int64_t host_steps = 0;  // host fallbacks in the graph
+  int choice_runs = 0;
+  double best_replay_us = -1, best_eager_us = -1;
 
   size_t num_inputs() const { return blob.num_inputs(); }
   size_t num_outputs() const { return blob.num_outputs(); }
@@ -103,6 +109,9 @@ struct shimkit_cuda_model {
     static_in.clear();
     static_out.clear();
     input_geometry.clear();
+    host_steps = 0;
+    choice_runs = 0;
+    best_replay_us = best_eager_us = -1;
   }
 
   ~shimkit_cuda_model() {
@@ -218,13 +227,82 @@ void give_up_graphs(shimkit_cuda_model* m, const std::string& why) {
   m->graph_status = "eager: " + why;
 }
 
+// "replaying", with the number of host steps when the graph has any.
+std::string replaying_status(const shimkit_cuda_model& m) {
+  if (m.host_steps == 0) return "replaying";
+  return "replaying, " + std::to_string(m.host_steps) + " host step" +
+         (m.host_steps == 1 ? "" : "s");
+}
+
+// Launches the captured graph; the outputs alias its output buffers.
+int launch(shimkit_cuda_model* m, Handles* outs) {
+  if (shimkit_cuda_graph_launch(m->exec, m->stream) != 0) {
+    return fail(SHIMKIT_E_RUN, "graph launch: " + shim_error());
+  }
+  return aliases(m->static_out, outs);
+}
+
+// After a replay's synchronisation: a host step that failed (host functions
+// cannot fail the stream) fails the run, and the model runs eagerly from
+// then on, with the reason in its status.
+int check_host_steps(shimkit_cuda_model* m) {
+  if (m->host_steps == 0 || shimkit_cuda_graph_check(m->pool) == 0) return SHIMKIT_OK;
+  const std::string why = shim_error();
+  give_up_graphs(m, "replay: " + why);
+  return fail(SHIMKIT_E_RUN, "graph replay: " + why);
+}
+
+std::string microseconds(double us) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f us", us);
+  return text;
+}
+
+// Runs after the capture of a graph with host steps. Each replay then waits
+// for the driver's callback thread at every host step, which can cost more
+// than the eager run's synchronisations (docs/cuda.md). So the first
+// kChoiceRuns runs alternate replay and eager, each timed from an idle stream
+// to its end, and the model keeps replaying only when its best replay is no
+// slower than its best eager run; otherwise it runs eagerly, and its status
+// gives both times.
+constexpr int kChoiceRuns = 4;
+
+int run_to_choose(shimkit_cuda_model* m, Handles* call_in, Handles* outs) {
+  const bool replay = m->choice_runs % 2 == 0;  // the capture's own run is a replay
+  if (shimkit_cuda_stream_synchronize(m->stream) != 0) {
+    return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  int rc = replay ? launch(m, outs) : run_blob(m, call_in, outs, m->stream);
+  if (rc != SHIMKIT_OK) return rc;
+  if (shimkit_cuda_stream_synchronize(m->stream) != 0) {
+    return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+  }
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (replay && (rc = check_host_steps(m)) != SHIMKIT_OK) return rc;
+  double& best = replay ? m->best_replay_us : m->best_eager_us;
+  if (best < 0 || us < best) best = us;
+  if (++m->choice_runs < kChoiceRuns) return SHIMKIT_OK;
+  if (m->best_replay_us > m->best_eager_us) {
+    give_up_graphs(m, "replay with " + std::to_string(m->host_steps) + " host step(s) took " +
+                          microseconds(m->best_replay_us) + ", an eager run " +
+                          microseconds(m->best_eager_us));
+  } else {
+    m->graph_state = 2;
+    m->graph_status = replaying_status(*m);
+  }
+  return SHIMKIT_OK;
+}
+
 // The replay mode. The first run is eager (cuBLASLt timing, cuDNN plans and
 // workspaces happen there); the second is captured into a CUDA graph with a
 // private allocation pool and launched; later runs copy their inputs into the
 // captured input buffers (device to device, on the model's stream) and
 // launch the graph once. Outputs alias the captured output buffers: the next
 // run overwrites them (run() copies them to host first). Inputs of another
-// geometry than the captured ones run eagerly.
+// geometry than the captured ones run eagerly. A graph with host steps is
+// first timed against eager runs (run_to_choose).
 int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
   ModelStream current(m);
   if (m->graph_state < 0) return run_blob(m, inputs, outs, m->stream);
@@ -282,17 +360,13 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
     m->exec = exec;
     m->static_out.assign(captured.h.begin(), captured.h.end());
     std::fill(captured.h.begin(), captured.h.end(), nullptr);
-    m->graph_state = 2;
-    // Host steps make each replay wait for the host (shims/cuda/host_fallback.h).
-    const int64_t host_steps = shimkit_cuda_graph_host_steps(m->pool);
-    m->graph_status = host_steps == 0 ? "replaying"
-                                      : "replaying, " + std::to_string(host_steps) + " host step" +
-                                            (host_steps == 1 ? "" : "s");
+    m->host_steps = shimkit_cuda_graph_host_steps(m->pool);
+    m->graph_state = m->host_steps == 0 ? 2 : 3;
+    m->graph_status = replaying_status(*m);
+    if (m->graph_state == 3) m->graph_status += "; timing replay against eager";
   }
-  if (shimkit_cuda_graph_launch(m->exec, m->stream) != 0) {
-    return fail(SHIMKIT_E_RUN, "graph launch: " + shim_error());
-  }
-  return aliases(m->static_out, outs);
+  if (m->graph_state == 3) return run_to_choose(m, &call_in, outs);
+  return launch(m, outs);
 }
 
 // Runs with device inputs (stolen); outputs land in `outs`. Eager on the
@@ -301,19 +375,13 @@ int run_device(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
   return m->graphs ? run_graph(m, inputs, outs) : run_blob(m, inputs, outs, nullptr);
 }
 
-// Waits for the model's work (its own stream in replay mode). A replay whose
-// host steps failed (host functions cannot fail the stream) fails the run,
-// and the model runs eagerly from then on, with the reason in its status.
+// Waits for the model's work (its own stream in replay mode), and checks the
+// host steps of a replay.
 int sync_model(shimkit_cuda_model* m) {
   const int rc =
       m->graphs ? shimkit_cuda_stream_synchronize(m->stream) : shimkit_cuda_synchronize(m->device);
   if (rc != 0) return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
-  if (m->graph_state == 2 && shimkit_cuda_graph_check(m->pool) != 0) {
-    const std::string why = shim_error();
-    give_up_graphs(m, "replay: " + why);
-    return fail(SHIMKIT_E_RUN, "graph replay: " + why);
-  }
-  return SHIMKIT_OK;
+  return m->graph_state == 2 ? check_host_steps(m) : SHIMKIT_OK;
 }
 
 // Copies device output `h` into host memory the model owns until the next run.

@@ -84,8 +84,9 @@ def test_replay_runs_clean_under_asan_ubsan(
     r = replay(asan_cuda_libs, fakes, fake_blob, **asan_env())
     assert r["statuses"][-1] == "replaying" and r["live_execs"] == 0  # no host step
     # Captured host steps: closures, pinned buffers and the failed replay's clean-up.
-    r = replay(asan_cuda_libs, fakes, fake_host_blob, "replay_host", **asan_env())
-    assert r["ok"] == [True, True, True, True] and r["live_execs"] == 0
+    slow_syncs = {"FAKE_CUDA_SYNC_US": "2000", **asan_env()}  # replay kept, as above
+    r = replay(asan_cuda_libs, fakes, fake_host_blob, "replay_host", **slow_syncs)
+    assert r["ok"] == [True] * 8 and r["live_execs"] == 0
     assert r["status_after_bad"].startswith("eager: replay: ")
 
 
@@ -95,10 +96,13 @@ def test_host_fallbacks_replay_on_new_inputs(
     # topk and histc have no device kernel here: under capture each becomes a host step
     # (copies to pinned memory, the CPU op in a host function, copies back), so the model
     # replays, and every replay computes from that run's inputs.
-    r = replay(cuda_libs, fakes, fake_host_blob, "replay_host")
-    assert r["statuses"] == ["warmed up"] + ["replaying, 2 host steps"] * 3
-    assert r["ok"] == [True, True, True, True]
-    assert r["launches"] == 3 and r["replayed_work"] > 0
+    # Synchronisations are slow here (2 ms): eager host fallbacks pay several per run, a
+    # replay one, so the runner's timing keeps replay.
+    r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_SYNC_US="2000")
+    timing = "replaying, 2 host steps; timing replay against eager"
+    assert r["statuses"] == ["warmed up"] + [timing] * 3 + ["replaying, 2 host steps"] * 4
+    assert r["ok"] == [True] * 8
+    assert r["launches"] == 5 and r["replayed_work"] > 0  # runs 2, 4, 6, 7 and 8
     # A host step that fails at a replay fails that run with the op's error; the model
     # then runs eagerly, correctly, and says why.
     assert "graph replay: " in r["bad_run"]
@@ -116,5 +120,22 @@ def test_host_fallbacks_cannot_replay_when_capture_is_refused(
     # nothing is launched.
     r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_NO_CAPTURE="1")
     assert r["statuses"][1].startswith("eager: capture: ")
-    assert r["ok"] == [True, True, True, True]
+    assert r["ok"] == [True] * 8
     assert r["launches"] == 0 and r["replayed_work"] == 0
+
+
+def test_replay_slower_than_eager_is_given_up_with_both_times(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_host_blob: Path
+) -> None:
+    # Host functions of a replay start 20 ms late (a slow callback thread): the timed runs
+    # find replay slower than eager, so the model runs eagerly and says why with both
+    # times. The control is the test above, where replay wins and is kept.
+    r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_HOST_FN_US="20000")
+    chosen = r["statuses"][4]
+    assert chosen.startswith("eager: replay with 2 host step(s) took "), chosen
+    assert ", an eager run " in chosen and chosen.endswith(" us")
+    took = float(chosen.split(" took ")[1].split(" us")[0])
+    assert took >= 40000  # two host steps, 20 ms each
+    assert r["statuses"][4:] == [chosen] * 4
+    assert r["ok"] == [True] * 8
+    assert r["launches"] == 2  # runs 2 and 4 only

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int g_device = 0;
 static long g_mallocs = 0, g_frees = 0, g_host_allocs = 0, g_syncs = 0, g_copies = 0;
@@ -108,9 +109,19 @@ int cudaLaunchHostFunc(void* stream, void (*fn)(void*), void* data) {
   ++g_host_fns;
   return 0;
 }
+/* FAKE_CUDA_SYNC_US and FAKE_CUDA_HOST_FN_US (microseconds): a synchronisation
+ * that takes that long, and a host function a graph launch runs that starts
+ * that late (a slow driver callback thread): what makes replay with host steps
+ * faster or slower than eager runs, for the runner's choice between them. */
+static void delay_from(const char* variable) {
+  const char* v = getenv(variable);
+  if (v != NULL && atoi(v) > 0) usleep((useconds_t)atoi(v));
+}
+
 static int refuse_under_capture(void* stream);
 int cudaStreamSynchronize(void* stream) {
   if (refuse_under_capture(stream)) return 900; /* cudaErrorStreamCaptureUnsupported */
+  delay_from("FAKE_CUDA_SYNC_US");
   run_host_fn();
   ++g_syncs;
   return 0;
@@ -286,7 +297,10 @@ int cudaGraphLaunch(void* exec, void* stream) {
     const Work* w = &g->work[i];
     if (w->kind == WORK_COPY) memmove(w->dst, w->src, w->n);
     if (w->kind == WORK_SET) memset(w->dst, w->value, w->n);
-    if (w->kind == WORK_HOST_FN) w->fn(w->dst);
+    if (w->kind == WORK_HOST_FN) {
+      delay_from("FAKE_CUDA_HOST_FN_US");
+      w->fn(w->dst);
+    }
     ++g_replayed;
   }
   ++g_launches;
