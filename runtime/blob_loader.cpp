@@ -274,6 +274,8 @@ int Blob::open(TempBlobFile* file, const ElfSymbols& syms, const char* device) {
   const auto num_in = reinterpret_cast<CountFn>(dlsym(dl_, kRequiredEntries[3]));
   const auto num_out = reinterpret_cast<CountFn>(dlsym(dl_, kRequiredEntries[4]));
   input_name_ = reinterpret_cast<NameFn>(dlsym(dl_, "AOTInductorModelContainerGetInputName"));
+  run_single_threaded_ =
+      reinterpret_cast<RunFn>(dlsym(dl_, "AOTInductorModelContainerRunSingleThreaded"));
   if (!create_ || !destroy_ || !run_ || !num_in || !num_out) {
     return fail(SHIMKIT_E_MISSING_ENTRY, "blob: required entry point did not resolve");
   }
@@ -308,7 +310,14 @@ int Blob::run(AtenTensorHandle* inputs, size_t num_inputs, AtenTensorHandle* out
               size_t num_outputs, void* stream) {
   shimkit_shim_clear_error();
   const GemmLibraryScope gemm_library(onednn_gemm_);
-  const int32_t rc = run_(container_, inputs, num_inputs, outputs, num_outputs, stream, nullptr);
+  // The container holds one model and both runtimes run a model under its
+  // own mutex, so the single-threaded entry (torch's, for CUDA graphs) is
+  // safe, and it skips Run's bookkeeping: Run records an event on the stream
+  // after each run and queries it before the next, and an event recorded
+  // while a CUDA graph is captured cannot be queried afterwards (the next
+  // eager run failed "invalid argument" on the H200). Older blobs lack it.
+  const RunFn run = run_single_threaded_ != nullptr ? run_single_threaded_ : run_;
+  const int32_t rc = run(container_, inputs, num_inputs, outputs, num_outputs, stream, nullptr);
   std::fill(inputs, inputs + num_inputs, nullptr);  // Run took them, even on failure
   if (rc == 0) return SHIMKIT_OK;
   std::fill(outputs, outputs + num_outputs, nullptr);

@@ -89,6 +89,9 @@ class Blob {
   // shims accepted. A blob that cannot list its constants allows none.
   int allow_stand_ins(const char* const* fqns, size_t count, size_t* allowed);
 
+  // Whether runs take AOTInductorModelContainerRunSingleThreaded (see run()):
+  // only then may a run be captured into a CUDA graph and eager runs follow.
+  bool runs_single_threaded() const { return run_single_threaded_ != nullptr; }
   size_t num_inputs() const { return num_inputs_; }
   size_t num_outputs() const { return num_outputs_; }
   // The blob's name for input `index`, or null.
@@ -110,6 +113,8 @@ class Blob {
   CreateFn create_ = nullptr;
   DeleteFn destroy_ = nullptr;
   RunFn run_ = nullptr;
+  // AOTInductorModelContainerRunSingleThreaded where the blob has it (see run()).
+  RunFn run_single_threaded_ = nullptr;
   NameFn input_name_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;

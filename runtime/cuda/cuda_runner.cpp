@@ -341,6 +341,13 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
     return rc;
   }
   if (m->graph_state == 1) {
+    if (!m->blob.runs_single_threaded()) {
+      give_up_graphs(m,
+                     "capture: the blob has no AOTInductorModelContainerRunSingleThreaded (an "
+                     "older torch's): after a capture its Run fails on the event it recorded "
+                     "while captured, so it runs eagerly");
+      return run_blob(m, &call_in, outs, m->stream);
+    }
     if (shimkit_cuda_stream_synchronize(m->stream) != 0 ||
         shimkit_cuda_graph_begin(m->stream, &m->pool) != 0) {
       give_up_graphs(m, "capture: " + shim_error());

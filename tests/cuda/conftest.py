@@ -64,6 +64,12 @@ def fake_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def fake_old_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The x @ x blob without AOTInductorModelContainerRunSingleThreaded (an older torch's)."""
+    return build_fake_blob(tmp_path_factory.mktemp("fake-old-blob"), "-DNO_SINGLE_THREADED")
+
+
+@pytest.fixture(scope="session")
 def fake_host_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The stand-in blob whose outputs come from host fallbacks (topk and histc of x)."""
     return build_fake_blob(tmp_path_factory.mktemp("fake-host-blob"), "-DHOST_STEPS")

@@ -428,6 +428,19 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),
            ctypes.byref(indices))  # fmt: skip
     r["eager_syncs"] = counter("sync") - syncs
+    # An event recorded under capture cannot be queried afterwards (what torch's
+    # ContainerRun would meet after a capture), one recorded outside can.
+    fake = ctypes.CDLL(os.environ["SHIMKIT_CUDART"])
+    event = ctypes.c_void_p()
+    assert fake.cudaEventCreate(ctypes.byref(event)) == 0
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    fake.cudaEventRecord(event, stream)
+    assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    r["query_captured_event"] = fake.cudaEventQuery(event)
+    fake.cudaEventRecord(event, stream)
+    r["query_event_recorded_after"] = fake.cudaEventQuery(event)
+    fake.cudaEventDestroy(event)
+    lib.shimkit_cuda_graph_free(exec_, pool, stream)
     # Control: the fake refuses a synchronisation under capture, and the capture is lost.
     assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
     r["sync_under_capture"] = lib.shimkit_cuda_stream_synchronize(stream) == 0

@@ -204,6 +204,9 @@ def test_host_fallbacks_are_captured_as_host_steps(
     # synchronisation under capture (so a step that synchronised could not pass above).
     assert r["eager_syncs"] >= 1
     assert not r["sync_under_capture"]
+    # The fake's events: one recorded under capture fails a query ("invalid argument"),
+    # as on the H200, which the runner's replay avoids (test_cuda_replay.py).
+    assert r["query_captured_event"] == 1 and r["query_event_recorded_after"] == 0
     assert "cudaStreamEndCapture" in r["end_after_sync"]
 
 

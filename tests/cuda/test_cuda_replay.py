@@ -139,3 +139,20 @@ def test_replay_slower_than_eager_is_given_up_with_both_times(
     assert r["statuses"][4:] == [chosen] * 4
     assert r["ok"] == [True] * 8
     assert r["launches"] == 2  # runs 2 and 4 only
+
+
+def test_a_blob_without_the_single_threaded_run_is_not_captured(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_old_blob: Path
+) -> None:
+    # torch's AOTInductorModelContainerRun queries the event it recorded after the last
+    # run; recorded under capture, that event cannot be queried (on the H200 the next eager
+    # run failed "invalid argument"). The fake blob's Run does the same, so without the
+    # single-threaded entry the runner does not capture, and every run stays right,
+    # another geometry included. The blobs above have the entry: eager runs after their
+    # capture (another geometry, the timed choice) work.
+    r = replay(cuda_libs, fakes, fake_old_blob)
+    assert r["statuses"][0] == "warmed up"
+    assert r["statuses"][1].startswith("eager: capture: the blob has no ")
+    assert "AOTInductorModelContainerRunSingleThreaded" in r["statuses"][1]
+    assert all(r["x_ok"]) and r["y_ok"] and r["z_ok"]
+    assert r["launches_after_x"] == 0 and r["live_execs"] == 0

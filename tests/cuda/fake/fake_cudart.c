@@ -137,7 +137,9 @@ int cudaDeviceSynchronize(void) {
 typedef struct {
   double ms;
   int recorded;
+  int captured; /* last recorded on a stream under capture */
 } FakeEvent;
+static int is_captured(void* stream);
 int cudaEventCreate(void** event) {
   const char* off = getenv("FAKE_CUDA_NO_EVENTS"); /* a runtime that cannot time */
   if (off != NULL && off[0] == '1') return 1;
@@ -152,12 +154,19 @@ int cudaEventDestroy(void* event) {
   return 0;
 }
 int cudaEventRecord(void* event, void* stream) {
-  (void)stream;
+  ((FakeEvent*)event)->captured = is_captured(stream);
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   ((FakeEvent*)event)->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
   ((FakeEvent*)event)->recorded = 1;
   return 0;
+}
+/* An event recorded under capture belongs to the capture: querying it later
+ * fails, as on a GPU ("invalid argument"). */
+int cudaEventQuery(void* event) {
+  const FakeEvent* e = (const FakeEvent*)event;
+  if (e->captured) return 1; /* cudaErrorInvalidValue */
+  return e->recorded ? 0 : 600;
 }
 int cudaEventElapsedTime(float* ms, void* start, void* stop) {
   const FakeEvent *a = (const FakeEvent*)start, *b = (const FakeEvent*)stop;
@@ -170,6 +179,8 @@ const char* cudaGetErrorString(int err) {
   switch (err) {
     case 0:
       return "no error";
+    case 1:
+      return "invalid argument";
     case 2:
       return "out of memory";
     case 100:
@@ -224,9 +235,13 @@ long fake_cuda_graph_counter(const char* name) {
   return -1;
 }
 
+static int is_captured(void* stream) {
+  return g_capture != NULL && stream != NULL && stream == g_capture_stream;
+}
+
 /* True (and `w` kept) when `stream` is being captured. */
 static int record(void* stream, Work w) {
-  if (g_capture == NULL || stream == NULL || stream != g_capture_stream) return 0;
+  if (!is_captured(stream)) return 0;
   if (g_capture->count == g_capture->capacity) {
     g_capture->capacity = g_capture->capacity ? 2 * g_capture->capacity : 8;
     g_capture->work = realloc(g_capture->work, g_capture->capacity * sizeof(Work));
