@@ -62,9 +62,13 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_bench(shimkit_cuda_model* model,
  * later run with inputs of the same geometry copies them into the captured
  * buffers and replays the graph with one launch. Inputs of another geometry
  * run eagerly; if capture fails, the model stays eager and the status says
- * why. enable == 0 frees the graph. */
+ * why. A graph with host steps (host fallbacks: docs/cuda.md) is timed
+ * against eager runs over the next runs and kept only if replay is no
+ * slower. enable == 0 frees the graph. */
 SHIMKIT_RUNTIME_API int shimkit_cuda_model_use_graphs(shimkit_cuda_model* model, int enable);
-/* "off", "cold", "warmed up", "replaying", or "eager: <why replay was given up>". */
+/* "off", "cold", "warmed up", "replaying" ("replaying, N host steps", with
+ * "; timing replay against eager" while it is timed), or "eager: <why replay
+ * was given up>". */
 SHIMKIT_RUNTIME_API const char* shimkit_cuda_model_graph_status(const shimkit_cuda_model* model);
 
 /* Host-to-device copy bandwidth in GB/s of `bytes` through the shims:
