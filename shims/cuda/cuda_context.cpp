@@ -219,79 +219,8 @@ bool capturing() { return t_pool != 0; }
 
 uint64_t current_pool() { return t_pool; }
 
-namespace {
-
-// Per pool: the host steps its graph's replays run, and the first failure
-// one reported.
-struct ReplayState {
-  std::vector<std::shared_ptr<void>> steps;
-  std::string error;
-};
-
-class ReplayStates {
- public:
-  void keep(uint64_t pool, std::shared_ptr<void> step) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    states_[pool].steps.push_back(std::move(step));
-  }
-  size_t count(uint64_t pool) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = states_.find(pool);
-    return it == states_.end() ? 0 : it->second.steps.size();
-  }
-  void report(uint64_t pool, const std::string& what) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = states_.find(pool);
-    if (it != states_.end() && it->second.error.empty()) it->second.error = what;
-  }
-  std::string take(uint64_t pool) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = states_.find(pool);
-    if (it == states_.end()) return "";
-    return std::exchange(it->second.error, std::string());
-  }
-  // Destroys the pool's steps outside the lock (their pinned buffers go
-  // back to the runtime).
-  void release(uint64_t pool) {
-    ReplayState gone;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = states_.find(pool);
-      if (it == states_.end()) return;
-      gone = std::move(it->second);
-      states_.erase(it);
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<uint64_t, ReplayState> states_;
-};
-
-// Never destroyed, like the block cache.
-ReplayStates& replay_states() {
-  static ReplayStates* s = new ReplayStates();
-  return *s;
-}
-
-}  // namespace
-
-void keep_host_step(std::shared_ptr<void> step) {
-  if (t_pool == 0) throw ShimError("keep_host_step: no CUDA graph capture on this thread");
-  replay_states().keep(t_pool, std::move(step));
-}
-
-size_t host_steps(uint64_t pool) { return replay_states().count(pool); }
-
-void report_replay_error(uint64_t pool, const std::string& what) {
-  replay_states().report(pool, what);
-}
-
-std::string take_replay_error(uint64_t pool) { return replay_states().take(pool); }
-
 void release_private_pool(uint64_t pool) {
   if (pool == 0) return;
-  replay_states().release(pool);
   const Runtime& rt = runtime();
   if (rt.ok) cache().release_pool(rt, pool);
 }

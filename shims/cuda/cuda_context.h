@@ -53,16 +53,6 @@ void release_private_pool(uint64_t pool);
 bool capturing();
 // The pool this thread allocates from (0 when not capturing).
 uint64_t current_pool();
-// The host steps a capture's replays run (host_fallback.cpp), kept with the
-// pool being captured on this thread until release_private_pool(), and how
-// many `pool` holds.
-void keep_host_step(std::shared_ptr<void> step);
-size_t host_steps(uint64_t pool);
-// The first failure a replay's host step reported for `pool`, and taking it
-// (empty when none): host functions cannot fail the stream, so the graph's
-// owner asks after synchronising (shimkit_cuda_graph_check).
-void report_replay_error(uint64_t pool, const std::string& what);
-std::string take_replay_error(uint64_t pool);
 // Bytes held in the allocator's free lists, and releasing them.
 size_t cached_bytes();
 void empty_cache();

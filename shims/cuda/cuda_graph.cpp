@@ -6,6 +6,7 @@
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
 #include "shims/cuda/cuda_context.h"
+#include "shims/cuda/host_fallback.h"
 #include "shims/shim_internal.h"
 
 namespace cu = shimkit::cuda;
@@ -98,6 +99,7 @@ AOTITorchError shimkit_cuda_graph_free(void* exec, uint64_t pool, void* stream) 
     const cu::Runtime& rt = cu::require_runtime();
     if (stream != nullptr) rt.stream_synchronize(stream);  // no replay may still run
     if (exec != nullptr && rt.graph_exec_destroy != nullptr) rt.graph_exec_destroy(exec);
+    cu::release_host_steps(pool);
     cu::release_private_pool(pool);
   });
 }

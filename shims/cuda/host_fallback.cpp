@@ -3,12 +3,70 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace shimkit {
 namespace cuda {
 namespace {
+
+struct CapturedHostStep;
+
+// Per capture pool (the graph's identity): the host steps its replays run,
+// and the first failure one reported. Kept until the graph is freed.
+struct ReplayState {
+  std::vector<std::shared_ptr<CapturedHostStep>> steps;
+  std::string error;
+};
+
+class ReplayStates {
+ public:
+  void keep(uint64_t pool, std::shared_ptr<CapturedHostStep> step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    states_[pool].steps.push_back(std::move(step));
+  }
+  size_t count(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    return it == states_.end() ? 0 : it->second.steps.size();
+  }
+  void report(uint64_t pool, const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    if (it != states_.end() && it->second.error.empty()) it->second.error = what;
+  }
+  std::string take(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    if (it == states_.end()) return "";
+    return std::exchange(it->second.error, std::string());
+  }
+  // Destroys the pool's steps outside the lock (their pinned buffers go
+  // back to the runtime).
+  void release(uint64_t pool) {
+    ReplayState gone;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = states_.find(pool);
+      if (it == states_.end()) return;
+      gone = std::move(it->second);
+      states_.erase(it);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, ReplayState> states_;
+};
+
+// Never destroyed, like the allocator's block cache: host functions of a
+// graph still alive at exit may refer to it.
+ReplayStates& replay_states() {
+  static ReplayStates* s = new ReplayStates();
+  return *s;
+}
 
 // Owns the handles a CPU shim returned.
 class OwnedHandles {
@@ -100,7 +158,7 @@ struct CapturedHostStep {
     try {
       step->run_op();
     } catch (const std::exception& e) {
-      report_replay_error(step->pool, step->what + ": " + e.what());
+      replay_states().report(step->pool, step->what + ": " + e.what());
     }
   }
 
@@ -159,7 +217,7 @@ void launch_step(const std::shared_ptr<CapturedHostStep>& step, int32_t device_i
   }
   check(rt.launch_host_func(current_stream(device_index), &CapturedHostStep::run, step.get()),
         "cudaLaunchHostFunc");
-  keep_host_step(step);
+  replay_states().keep(step->pool, step);
 }
 
 void capture_results(const char* what, int32_t device_index,
@@ -194,6 +252,12 @@ void capture_results(const char* what, int32_t device_index,
 }
 
 }  // namespace
+
+size_t host_steps(uint64_t pool) { return replay_states().count(pool); }
+
+std::string take_replay_error(uint64_t pool) { return replay_states().take(pool); }
+
+void release_host_steps(uint64_t pool) { replay_states().release(pool); }
 
 int32_t cuda_device_of(AtenTensorHandle h, const char* what) {
   if (h == nullptr) throw ShimError(std::string(what) + ": null tensor");

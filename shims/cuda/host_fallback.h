@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "shims/cuda/cuda_context.h"
@@ -51,6 +52,15 @@ void on_host_into(const char* what, AtenTensorHandle out, const HostInputs& inpu
 
 // The CUDA device `h`'s tensor lives on; throws naming `what` if it is not on one.
 int32_t cuda_device_of(AtenTensorHandle h, const char* what);
+
+// The host steps a capture into `pool` (the id begin_private_pool() gave)
+// keeps for its graph's replays: how many there are, the first failure a
+// replay's step reported, taken (empty when none; a host function cannot fail
+// the stream, so the graph's owner asks after synchronising), and releasing
+// them once the graph is gone.
+size_t host_steps(uint64_t pool);
+std::string take_replay_error(uint64_t pool);
+void release_host_steps(uint64_t pool);
 
 // An int array argument (pointer and length) a host op's closure owns.
 class OwnedInts {

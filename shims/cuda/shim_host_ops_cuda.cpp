@@ -20,6 +20,52 @@ namespace cu = shimkit::cuda;
 using cu::HostInputs;
 using cu::OwnedInts;
 
+namespace {
+
+// The pools' host paths, one per family: the 2-D and 3-D CPU shims of a
+// family take the same arguments, so each entry point below only names its
+// CPU shim.
+using AvgPoolCpu = decltype(&aoti_torch_cpu_avg_pool2d);
+using MaxPoolCpu = decltype(&aoti_torch_cpu_max_pool2d_with_indices);
+using AdaptiveMaxPoolCpu = decltype(&aoti_torch_cpu_adaptive_max_pool2d);
+using AdaptiveAvgPoolCpu = decltype(&aoti_torch_cpu__adaptive_avg_pool2d);
+
+void avg_pool_on_host(const char* what, AvgPoolCpu cpu, AtenTensorHandle self, OwnedInts kernel,
+                      OwnedInts strides, OwnedInts paddings, int32_t ceil_mode,
+                      int32_t count_include_pad, const int64_t* divisor_override,
+                      AtenTensorHandle* ret0) {
+  const cu::OwnedOptional<int64_t> divisor(divisor_override);
+  cu::results_on_host(what, {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+    return cpu(in[0], kernel.data(), kernel.size(), strides.data(), strides.size(), paddings.data(),
+               paddings.size(), ceil_mode, count_include_pad, divisor.get(), &out[0]);
+  });
+}
+
+void max_pool_on_host(const char* what, MaxPoolCpu cpu, AtenTensorHandle self, OwnedInts kernel,
+                      OwnedInts strides, OwnedInts paddings, OwnedInts dilations, int32_t ceil_mode,
+                      AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  cu::results_on_host(what, {ret0, ret1}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+    return cpu(in[0], kernel.data(), kernel.size(), strides.data(), strides.size(), paddings.data(),
+               paddings.size(), dilations.data(), dilations.size(), ceil_mode, &out[0], &out[1]);
+  });
+}
+
+void adaptive_max_pool_on_host(const char* what, AdaptiveMaxPoolCpu cpu, AtenTensorHandle self,
+                               OwnedInts size, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  cu::results_on_host(what, {ret0, ret1}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+    return cpu(in[0], size.data(), size.size(), &out[0], &out[1]);
+  });
+}
+
+void adaptive_avg_pool_on_host(const char* what, AdaptiveAvgPoolCpu cpu, AtenTensorHandle self,
+                               OwnedInts size, AtenTensorHandle* ret0) {
+  cu::results_on_host(what, {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
+    return cpu(in[0], size.data(), size.size(), &out[0]);
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
@@ -150,29 +196,9 @@ AOTITorchError aoti_torch_cuda_avg_pool2d(AtenTensorHandle self, const int64_t* 
                                           int32_t count_include_pad, int64_t* divisor_override,
                                           AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
-        paddings(padding, padding_len_);
-    const cu::OwnedOptional<int64_t> divisor(divisor_override);
-    cu::results_on_host(
-        "avg_pool2d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
-          return aoti_torch_cpu_avg_pool2d(in[0], kernel.data(), kernel.size(), strides.data(),
-                                           strides.size(), paddings.data(), paddings.size(),
-                                           ceil_mode, count_include_pad, divisor.get(), &out[0]);
-        });
-  });
-}
-
-AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
-                                                   const int64_t* output_size,
-                                                   int64_t output_size_len_, AtenTensorHandle* ret0,
-                                                   AtenTensorHandle* ret1) {
-  return SHIMKIT_CUDA_GUARD({
-    const OwnedInts size(output_size, output_size_len_);
-    cu::results_on_host("adaptive_max_pool2d", {ret0, ret1}, {self},
-                        [=](const HostInputs& in, AtenTensorHandle* out) {
-                          return aoti_torch_cpu_adaptive_max_pool2d(in[0], size.data(), size.size(),
-                                                                    &out[0], &out[1]);
-                        });
+    avg_pool_on_host("avg_pool2d", aoti_torch_cpu_avg_pool2d, self, {kernel_size, kernel_size_len_},
+                     {stride, stride_len_}, {padding, padding_len_}, ceil_mode, count_include_pad,
+                     divisor_override, ret0);
   });
 }
 
@@ -183,15 +209,9 @@ AOTITorchError aoti_torch_cuda_avg_pool3d(AtenTensorHandle self, const int64_t* 
                                           int32_t count_include_pad, int64_t* divisor_override,
                                           AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
-        paddings(padding, padding_len_);
-    const cu::OwnedOptional<int64_t> divisor(divisor_override);
-    cu::results_on_host(
-        "avg_pool3d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
-          return aoti_torch_cpu_avg_pool3d(in[0], kernel.data(), kernel.size(), strides.data(),
-                                           strides.size(), paddings.data(), paddings.size(),
-                                           ceil_mode, count_include_pad, divisor.get(), &out[0]);
-        });
+    avg_pool_on_host("avg_pool3d", aoti_torch_cpu_avg_pool3d, self, {kernel_size, kernel_size_len_},
+                     {stride, stride_len_}, {padding, padding_len_}, ceil_mode, count_include_pad,
+                     divisor_override, ret0);
   });
 }
 
@@ -201,15 +221,9 @@ AOTITorchError aoti_torch_cuda_max_pool2d_with_indices(
     const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
-        paddings(padding, padding_len_), dilations(dilation, dilation_len_);
-    cu::results_on_host("max_pool2d_with_indices", {ret0, ret1}, {self},
-                        [=](const HostInputs& in, AtenTensorHandle* out) {
-                          return aoti_torch_cpu_max_pool2d_with_indices(
-                              in[0], kernel.data(), kernel.size(), strides.data(), strides.size(),
-                              paddings.data(), paddings.size(), dilations.data(), dilations.size(),
-                              ceil_mode, &out[0], &out[1]);
-                        });
+    max_pool_on_host("max_pool2d_with_indices", aoti_torch_cpu_max_pool2d_with_indices, self,
+                     {kernel_size, kernel_size_len_}, {stride, stride_len_},
+                     {padding, padding_len_}, {dilation, dilation_len_}, ceil_mode, ret0, ret1);
   });
 }
 
@@ -219,15 +233,19 @@ AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(
     const int64_t* dilation, int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0,
     AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts kernel(kernel_size, kernel_size_len_), strides(stride, stride_len_),
-        paddings(padding, padding_len_), dilations(dilation, dilation_len_);
-    cu::results_on_host("max_pool3d_with_indices", {ret0, ret1}, {self},
-                        [=](const HostInputs& in, AtenTensorHandle* out) {
-                          return aoti_torch_cpu_max_pool3d_with_indices(
-                              in[0], kernel.data(), kernel.size(), strides.data(), strides.size(),
-                              paddings.data(), paddings.size(), dilations.data(), dilations.size(),
-                              ceil_mode, &out[0], &out[1]);
-                        });
+    max_pool_on_host("max_pool3d_with_indices", aoti_torch_cpu_max_pool3d_with_indices, self,
+                     {kernel_size, kernel_size_len_}, {stride, stride_len_},
+                     {padding, padding_len_}, {dilation, dilation_len_}, ceil_mode, ret0, ret1);
+  });
+}
+
+AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self,
+                                                   const int64_t* output_size,
+                                                   int64_t output_size_len_, AtenTensorHandle* ret0,
+                                                   AtenTensorHandle* ret1) {
+  return SHIMKIT_CUDA_GUARD({
+    adaptive_max_pool_on_host("adaptive_max_pool2d", aoti_torch_cpu_adaptive_max_pool2d, self,
+                              {output_size, output_size_len_}, ret0, ret1);
   });
 }
 
@@ -236,12 +254,8 @@ AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self,
                                                    int64_t output_size_len_, AtenTensorHandle* ret0,
                                                    AtenTensorHandle* ret1) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts size(output_size, output_size_len_);
-    cu::results_on_host("adaptive_max_pool3d", {ret0, ret1}, {self},
-                        [=](const HostInputs& in, AtenTensorHandle* out) {
-                          return aoti_torch_cpu_adaptive_max_pool3d(in[0], size.data(), size.size(),
-                                                                    &out[0], &out[1]);
-                        });
+    adaptive_max_pool_on_host("adaptive_max_pool3d", aoti_torch_cpu_adaptive_max_pool3d, self,
+                              {output_size, output_size_len_}, ret0, ret1);
   });
 }
 
@@ -250,11 +264,8 @@ AOTITorchError aoti_torch_cuda__adaptive_avg_pool2d(AtenTensorHandle self,
                                                     int64_t output_size_len_,
                                                     AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts size(output_size, output_size_len_);
-    cu::results_on_host(
-        "_adaptive_avg_pool2d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
-          return aoti_torch_cpu__adaptive_avg_pool2d(in[0], size.data(), size.size(), &out[0]);
-        });
+    adaptive_avg_pool_on_host("_adaptive_avg_pool2d", aoti_torch_cpu__adaptive_avg_pool2d, self,
+                              {output_size, output_size_len_}, ret0);
   });
 }
 
@@ -263,11 +274,8 @@ AOTITorchError aoti_torch_cuda__adaptive_avg_pool3d(AtenTensorHandle self,
                                                     int64_t output_size_len_,
                                                     AtenTensorHandle* ret0) {
   return SHIMKIT_CUDA_GUARD({
-    const OwnedInts size(output_size, output_size_len_);
-    cu::results_on_host(
-        "_adaptive_avg_pool3d", {ret0}, {self}, [=](const HostInputs& in, AtenTensorHandle* out) {
-          return aoti_torch_cpu__adaptive_avg_pool3d(in[0], size.data(), size.size(), &out[0]);
-        });
+    adaptive_avg_pool_on_host("_adaptive_avg_pool3d", aoti_torch_cpu__adaptive_avg_pool3d, self,
+                              {output_size, output_size_len_}, ret0);
   });
 }
 

@@ -802,6 +802,78 @@ def conv_calls(s: Shims) -> dict[str, Any]:
     return r
 
 
+def captured_device_work(s: Shims) -> dict[str, Any]:
+    """cuBLASLt and cuDNN under a capture, as the runner drives them (one eager run first,
+    which plans and times, then the capture): a GEMM with a bias epilogue (addmm), a batched
+    GEMM (bmm), a convolution with bias and a transposed one are recorded into the graph,
+    and each launch computes them from the inputs as they are at that launch. Per launch:
+    the largest difference from float64 numpy over the four results."""
+    lib = s.lib
+    rng = np.random.default_rng(12)
+    stream = ctypes.c_void_p()
+    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    shapes = {"x": (5, 7), "w": (7, 3), "bias": (3,), "a": (4, 5, 6), "b": (4, 6, 2),
+              "image": (2, 3, 6, 6), "kernel": (4, 3, 3, 3), "conv_bias": (4,),
+              "up_kernel": (3, 2, 3, 3)}  # fmt: skip
+    dev = {name: s.empty(shape, None, 0) for name, shape in shapes.items()}
+    linear, batched = s.empty((5, 3), None, 0), s.empty((4, 5, 2), None, 0)
+    one, two = (I64 * 2)(1, 1), (I64 * 2)(2, 2)
+
+    def new_inputs() -> dict[str, np.ndarray]:
+        v = {n: rng.standard_normal(shape, dtype=np.float32) for n, shape in shapes.items()}
+        for name, h in dev.items():
+            s.call("aoti_torch_copy_", h, s.host(v[name]), I32(0))
+        return v
+
+    def run() -> tuple[Any, Any]:
+        s.call("aoti_torch_cuda_addmm_out", linear, dev["bias"], dev["x"], dev["w"],
+               F64(1.0), F64(1.0))  # fmt: skip
+        s.call("aoti_torch_cuda_bmm_out", batched, dev["a"], dev["b"])
+        conv, up = ctypes.c_void_p(), ctypes.c_void_p()
+        bias = ctypes.byref(dev["conv_bias"])
+        s.call("aoti_torch_cuda_convolution", dev["image"], dev["kernel"], bias, one, I64(2),
+               one, I64(2), one, I64(2), I32(0), None, I64(0), I64(1),
+               ctypes.byref(conv))  # fmt: skip
+        s.call("aoti_torch_cuda_convolution", dev["image"], dev["up_kernel"], None, two, I64(2),
+               one, I64(2), one, I64(2), I32(1), one, I64(2), I64(1),
+               ctypes.byref(up))  # fmt: skip
+        return conv, up
+
+    def worst(v: dict[str, np.ndarray], conv: Any, up: Any) -> float:
+        wants = [
+            (linear, v["x"] @ v["w"] + v["bias"]),
+            (batched, v["a"] @ v["b"]),
+            (conv, reference_conv(v["image"], v["kernel"], v["conv_bias"], (1, 1), (1, 1),
+                                  (1, 1), 1)),
+            (up, reference_conv_transpose(v["image"], v["up_kernel"], None, (2, 2), (1, 1),
+                                          (1, 1), 1, (1, 1))),
+        ]  # fmt: skip
+        return max(float(np.abs(s.numpy(h) - want).max()) for h, want in wants)
+
+    r: dict[str, Any] = {}
+    v = new_inputs()
+    r["eager"] = worst(v, *run())  # plans (and times) everything once, as the runner's warm-up
+    matmuls = lt_counter("matmul")
+    pool = ctypes.c_uint64()
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    conv, up = run()
+    exec_ = ctypes.c_void_p()
+    assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    r["captured_matmuls"] = lt_counter("matmul") - matmuls
+    r["launches"] = []
+    for _ in range(3):
+        v = new_inputs()
+        assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+        assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
+        r["launches"].append(worst(v, conv, up))
+    assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    return r
+
+
 def double_free(s: Shims) -> dict[str, Any]:
     """Deletes one tensor twice: the sanitizer's negative control (must abort)."""
     h = s.empty((8,), None, 0)
@@ -820,6 +892,7 @@ SCENARIOS = {
     "autotune": autotune,
     "graph_pools": graph_pools,
     "captured_host_steps": captured_host_steps,
+    "captured_device_work": captured_device_work,
     "fallbacks": fallbacks,
     "conv": conv,
     "conv_calls": conv_calls,

@@ -76,9 +76,9 @@ def graph_counter(name: str) -> int:
 
 
 def replay(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
-    """Drives a fake blob (out = x @ x) through the replay mode. Its product runs on the fake
-    cuBLASLt, which a replay does not repeat: what is checked is the state machine, the
-    launches, the eager paths and the clean-up."""
+    """Drives a fake blob (out = x @ x) through the replay mode: the state machine, the
+    launches, a replay on new inputs (its product runs on the fake cuBLASLt, recorded into
+    the graph at the capture), the eager paths and the clean-up."""
     rng = np.random.default_rng(3)
     x, y = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
     z = rng.standard_normal((3, 3), dtype=np.float32)
@@ -91,6 +91,7 @@ def replay(rt: CudaRuntime, blob: Path) -> dict[str, Any]:
         r["x_ok"].append(bool(np.allclose(out, x @ x, atol=1e-5)))
     r["launches_after_x"] = graph_counter("launches")
     r["y_ok"] = bool(np.allclose(model(y)[0], y @ y, atol=1e-5))
+    r["y_launched"] = graph_counter("launches") - r["launches_after_x"]
     launches = graph_counter("launches")
     r["z_ok"] = bool(np.allclose(model(z)[0], z @ z, atol=1e-5))  # another geometry
     r["z_launched"] = graph_counter("launches") - launches

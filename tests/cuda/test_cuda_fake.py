@@ -210,6 +210,22 @@ def test_host_fallbacks_are_captured_as_host_steps(
     assert "cudaStreamEndCapture" in r["end_after_sync"]
 
 
+def test_device_work_is_captured_and_replayed_on_new_inputs(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "captured_device_work")
+    # The eager warm-up is right (TF32 convolutions: within 1e-2 of float64).
+    assert r["eager"] < 1e-2
+    assert r["captured_matmuls"] == 2  # addmm and bmm went to cuBLASLt under capture
+    # Each launch computes addmm, bmm and both convolutions from that launch's inputs.
+    assert all(worst < 1e-2 for worst in r["launches"]), r["launches"]
+    # Negative control: fakes that ran their work at the call, as they did before, leave
+    # every launch with the capture's results, far from the new inputs' (values ~1-10).
+    stale = scenario(cuda_libs, fakes, "captured_device_work", FAKE_CUDA_WORK_AT_CALL="1")
+    assert stale["eager"] < 1e-2
+    assert all(worst > 0.5 for worst in stale["launches"]), stale["launches"]
+
+
 def test_cublas_is_bound_once_per_stream(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
@@ -416,7 +432,7 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
 
 SANITIZED_SCENARIOS = (
     "basics", "caching", "matmul", "matmul_half", "blas_binding", "fallbacks", "conv",
-    "conv_calls", "graph_pools", "captured_host_steps",
+    "conv_calls", "graph_pools", "captured_host_steps", "captured_device_work",
 )  # fmt: skip
 
 

@@ -1,13 +1,12 @@
 """The runner's CUDA-graph replay mode, in CI, with fake blobs and the fake CUDA libraries.
 
-The fake runtime records the copies and host functions issued to a stream under capture
-and runs them again at each launch; the fake cuBLASLt and cuDNN run at the call and a
-replay does not repeat them. So CI checks the state machine (eager warm-up, capture,
-replays), one graph launch per replayed run, eager runs for inputs of another geometry
-and when capture is refused (with the reason in the status), that freeing the model
-leaves no graph or stream behind, and the numbers of replayed host fallbacks on new
-inputs. Replay numerics of device kernels are checked on a GPU (tools/gpu, step
-`slim_graphs`).
+The fake runtime records what is issued to a stream under capture (copies, host functions,
+and the fake cuBLAS, cuBLASLt and cuDNN's work) and runs it again at each launch. So CI
+checks the state machine (eager warm-up, capture, replays), one graph launch per replayed
+run, replays on new inputs (device GEMMs and host fallbacks), eager runs for inputs of
+another geometry and when capture is refused (with the reason in the status), and that
+freeing the model leaves no graph or stream behind. The device kernels' own numerics in
+replay are checked on a GPU (tools/gpu, step `slim_graphs`).
 """
 
 from __future__ import annotations
@@ -52,9 +51,21 @@ def test_replay_warms_up_captures_and_replays(
     assert r["statuses"] == ["warmed up", "replaying", "replaying", "replaying"]
     assert all(r["x_ok"])
     assert r["launches_after_x"] == 3  # runs 2 (captured), 3 and 4: one launch each
+    # New inputs replay: the launch computes the product of y, not the capture's x.
+    assert r["y_ok"] and r["y_launched"] == 1
     # Another geometry runs eagerly (correct, no launch); the graph stays.
     assert r["z_ok"] and r["z_launched"] == 0 and r["status_after"] == "replaying"
     assert r["live_execs"] == 0 and r["live_streams"] == 0  # freed with the model
+
+
+def test_replay_of_a_device_gemm_fails_when_the_fakes_do_not_record_it(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path], fake_blob: Path
+) -> None:
+    # Negative control for y_ok above: a cuBLASLt that ran its work at the call (as the
+    # fakes once did) leaves the graph's launch with the capture's product.
+    r = replay(cuda_libs, fakes, fake_blob, FAKE_CUDA_WORK_AT_CALL="1")
+    assert r["statuses"][-1] == "replaying" and r["y_launched"] == 1
+    assert not r["y_ok"]
 
 
 def test_refused_capture_leaves_the_model_eager_with_the_reason(

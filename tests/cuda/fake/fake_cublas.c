@@ -1,8 +1,11 @@
 /* A stand-in cuBLAS for CI: column-major SGEMM with plain loops, exactly the
  * BLAS contract (op, m, n, k, leading dimensions). FAKE_CUBLAS_IGNORE_TRANS=1
- * drops the transpose flags: the negative control for the shims' layout logic. */
+ * drops the transpose flags: the negative control for the shims' layout logic. A GEMM runs on the
+ * handle's stream (fake_stream_work.h): at the call, or at each replay of a captured graph. */
 #include <stdlib.h>
 #include <string.h>
+
+#include "fake_stream_work.h"
 
 static int ignore_trans(void) {
   const char* v = getenv("FAKE_CUBLAS_IGNORE_TRANS");
@@ -35,8 +38,29 @@ long fake_cublas_counter(const char* name) {
   return -1;
 }
 
+typedef struct {
+  void* stream;
+} Handle;
+
+/* One (batched) GEMM's operands, copied at the call. */
+typedef struct {
+  int ta, tb, m, n, k, lda, ldb, ldc, batch;
+  float alpha, beta;
+  const float *a, *b;
+  float* c;
+  long long sa, sb, sc;
+} Gemm;
+
+static void run_gemm(void* work) {
+  const Gemm* g = (const Gemm*)work;
+  for (int i = 0; i < g->batch; ++i) {
+    gemm(g->ta, g->tb, g->m, g->n, g->k, g->alpha, g->a + i * g->sa, g->lda, g->b + i * g->sb,
+         g->ldb, g->beta, g->c + i * g->sc, g->ldc);
+  }
+}
+
 int cublasCreate_v2(void** h) {
-  *h = malloc(1);
+  *h = calloc(1, sizeof(Handle));
   return 0;
 }
 int cublasDestroy_v2(void* h) {
@@ -44,8 +68,7 @@ int cublasDestroy_v2(void* h) {
   return 0;
 }
 int cublasSetStream_v2(void* h, void* s) {
-  (void)h;
-  (void)s;
+  ((Handle*)h)->stream = s;
   ++g_set_stream;
   return 0;
 }
@@ -56,19 +79,17 @@ int cublasSetWorkspace_v2(void* h, void* w, size_t bytes) {
   ++g_set_workspace;
   return 0;
 }
-int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* a,
-                   int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
-  (void)h;
-  gemm(ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
-  return 0;
-}
 int cublasSgemmStridedBatched(void* h, int ta, int tb, int m, int n, int k, const float* alpha,
                               const float* a, int lda, long long sa, const float* b, int ldb,
                               long long sb, const float* beta, float* c, int ldc, long long sc,
                               int batch) {
-  (void)h;
-  for (int i = 0; i < batch; ++i) {
-    gemm(ta, tb, m, n, k, *alpha, a + i * sa, lda, b + i * sb, ldb, *beta, c + i * sc, ldc);
-  }
+  Gemm* g = (Gemm*)malloc(sizeof(Gemm));
+  *g = (Gemm){ta, tb, m, n, k, lda, ldb, ldc, batch, *alpha, *beta, a, b, c, sa, sb, sc};
+  fake_stream_work(((Handle*)h)->stream, run_gemm, g);
   return 0;
+}
+int cublasSgemm_v2(void* h, int ta, int tb, int m, int n, int k, const float* alpha, const float* a,
+                   int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+                                   1);
 }

@@ -10,11 +10,14 @@
  * FAKE_CUBLASLT_IGNORE_TRANS=1 the op flags, and FAKE_CUBLASLT_BF16_AS_F16=1
  * reads bfloat16 data as float16 (negative controls for the shims' logic); FAKE_CUBLASLT_REFUSE=1
  * offers no algorithm (the shims must fall back to legacy cuBLAS). fake_cublaslt_counter() counts
- * calls. */
+ * calls. A matmul runs on its stream (fake_stream_work.h): at the call, or at each replay of a
+ * captured graph. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "fake_stream_work.h"
 
 enum { OK = 0, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
 enum { TRANSA = 3, TRANSB = 4, EPILOGUE = 7, BIAS_POINTER = 8 };
@@ -231,45 +234,64 @@ static float at(const void* m, const Layout* l, int64_t batch, int trans, uint64
   return load(m, l->type, base + (int64_t)(trans ? i * l->ld + j : j * l->ld + i));
 }
 
-int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* adesc,
-                   const void* B, void* bdesc, const void* beta, const void* C, void* cdesc,
-                   void* D, void* ddesc, const Algo* algo, void* workspace, size_t ws_size,
-                   void* stream) {
-  (void)h, (void)stream, (void)ddesc;
-  const Desc* d = (const Desc*)desc;
-  const Layout *la = (const Layout*)adesc, *lb = (const Layout*)bdesc, *lc = (const Layout*)cdesc;
-  if (algo == NULL || (algo->data[0] != ALGO_TAG && algo->data[0] != SLOW_TAG)) {
-    return INVALID_VALUE;
-  }
-  if (algo->data[0] == SLOW_TAG) {
+/* One matmul's operands, copied at the call (fake_stream_work.h). */
+typedef struct {
+  Desc desc;
+  Layout la, lb, lc;
+  float alpha, beta;
+  const void *A, *B, *C;
+  void* D;
+  void* workspace;
+  int slow;
+} Matmul;
+
+static void run_matmul(void* work) {
+  const Matmul* m = (const Matmul*)work;
+  const Layout *la = &m->la, *lb = &m->lb, *lc = &m->lc;
+  if (m->slow) {
     ++g_slow;
     usleep(2000);
   }
-  if (workspace == NULL || ws_size < WORKSPACE) return INVALID_VALUE;
-  if (!shapes_agree(d, la, lb, lc)) return INVALID_VALUE;
-  if (d->epilogue == EPILOGUE_BIAS && d->bias == NULL) return INVALID_VALUE;
-  memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
-  ++g_matmuls;
+  memset(m->workspace, 0xab, WORKSPACE); /* it must really be that big */
   const int ignore_trans = env_on("FAKE_CUBLASLT_IGNORE_TRANS");
-  const int ta = ignore_trans ? 0 : d->ta, tb = ignore_trans ? 0 : d->tb;
+  const int ta = ignore_trans ? 0 : m->desc.ta, tb = ignore_trans ? 0 : m->desc.tb;
   const uint64_t k = ta ? la->rows : la->cols;
-  const float al = *(const float*)alpha, be = *(const float*)beta;
-  const int with_bias = d->epilogue == EPILOGUE_BIAS && !env_on("FAKE_CUBLASLT_IGNORE_BIAS");
+  const int with_bias = m->desc.epilogue == EPILOGUE_BIAS && !env_on("FAKE_CUBLASLT_IGNORE_BIAS");
   for (int64_t batch = 0; batch < lc->batch; ++batch) {
     const int64_t base = batch * lc->batch_stride;
     for (uint64_t j = 0; j < lc->cols; ++j) {
       for (uint64_t i = 0; i < lc->rows; ++i) {
         float acc = 0;
         for (uint64_t p = 0; p < k; ++p) {
-          acc += at(A, la, batch, ta, i, p) * at(B, lb, batch, tb, p, j);
+          acc += at(m->A, la, batch, ta, i, p) * at(m->B, lb, batch, tb, p, j);
         }
         const int64_t index = base + (int64_t)(j * lc->ld + i);
-        float v = al * acc;
-        if (be != 0.0f) v += be * load(C, lc->type, index);
-        if (with_bias) v += load(d->bias, lc->type, (int64_t)i); /* bias of D's type */
-        store(D, lc->type, index, v);
+        float v = m->alpha * acc;
+        if (m->beta != 0.0f) v += m->beta * load(m->C, lc->type, index);
+        if (with_bias) v += load(m->desc.bias, lc->type, (int64_t)i); /* bias of D's type */
+        store(m->D, lc->type, index, v);
       }
     }
   }
+}
+
+int cublasLtMatmul(void* h, void* desc, const void* alpha, const void* A, void* adesc,
+                   const void* B, void* bdesc, const void* beta, const void* C, void* cdesc,
+                   void* D, void* ddesc, const Algo* algo, void* workspace, size_t ws_size,
+                   void* stream) {
+  (void)h, (void)ddesc;
+  const Desc* d = (const Desc*)desc;
+  const Layout *la = (const Layout*)adesc, *lb = (const Layout*)bdesc, *lc = (const Layout*)cdesc;
+  if (algo == NULL || (algo->data[0] != ALGO_TAG && algo->data[0] != SLOW_TAG)) {
+    return INVALID_VALUE;
+  }
+  if (workspace == NULL || ws_size < WORKSPACE) return INVALID_VALUE;
+  if (!shapes_agree(d, la, lb, lc)) return INVALID_VALUE;
+  if (d->epilogue == EPILOGUE_BIAS && d->bias == NULL) return INVALID_VALUE;
+  ++g_matmuls;
+  Matmul* m = (Matmul*)malloc(sizeof(Matmul));
+  *m = (Matmul){*d, *la, *lb, *lc,       *(const float*)alpha,     *(const float*)beta, A,
+                B,  C,   D,   workspace, algo->data[0] == SLOW_TAG};
+  fake_stream_work(stream, run_matmul, m);
   return OK;
 }

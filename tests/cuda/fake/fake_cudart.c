@@ -1,8 +1,9 @@
 /* A stand-in CUDA runtime for CI (no GPU): "device" memory is host memory, so
  * unified addressing holds trivially, copies are memcpy (recorded instead on
- * a stream under capture, see the graphs below), streams are opaque tokens. Loaded by the slim CUDA
- * shims through SHIMKIT_CUDART. The device count comes from FAKE_CUDA_DEVICES (default 1); counters
- * let tests see how often memory was really allocated. */
+ * a stream under capture, with the other fakes' work: see the graphs below),
+ * streams are opaque tokens. Loaded by the slim CUDA shims through SHIMKIT_CUDART. The device count
+ * comes from FAKE_CUDA_DEVICES (default 1); counters let tests see how often memory was really
+ * allocated. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +66,14 @@ int cudaFreeHost(void* p) {
 }
 /* Stream work issued to a stream under capture is recorded, not run
  * (the graph runs it again at each cudaGraphLaunch). */
-enum { WORK_COPY, WORK_SET, WORK_HOST_FN };
+enum { WORK_COPY, WORK_SET, WORK_HOST_FN, WORK_CALL };
 typedef struct {
   int kind;
   void* dst;
   const void* src;
   size_t n;
   int value;
-  void (*fn)(void*);
+  void (*fn)(void*); /* a host function, or another fake's device work (dst is its argument) */
 } Work;
 static int record(void* stream, Work w);
 
@@ -200,12 +201,11 @@ int cudaDriverGetVersion(int* v) {
   return 0;
 }
 
-/* Streams and graphs. Copies, memsets and host functions issued to the
+/* Streams and graphs. Copies, memsets, host functions and the other fakes'
+ * device work (cuBLAS, cuBLASLt, cuDNN: fake_stream_work.h) issued to the
  * stream under capture are recorded into the graph, and each cudaGraphLaunch
  * runs them again in order (device memory is host memory, so a replay reads
- * the inputs as they are at launch). Work of the other fake libraries
- * (cuBLASLt, cuDNN) still runs at the call, under capture too, and a replay
- * does not repeat it. Synchronising the stream under capture fails and
+ * the inputs as they are at launch). Synchronising the stream under capture fails and
  * invalidates the capture. FAKE_CUDA_NO_CAPTURE=1 refuses capture
  * (cudaErrorStreamCaptureUnsupported). */
 static long g_streams = 0, g_captures = 0, g_launches = 0, g_execs = 0, g_replayed = 0;
@@ -247,6 +247,23 @@ static int record(void* stream, Work w) {
     g_capture->work = realloc(g_capture->work, g_capture->capacity * sizeof(Work));
   }
   g_capture->work[g_capture->count++] = w;
+  return 1;
+}
+
+/* The other fakes' recorded work items, kept (and reachable) for the process:
+ * graphs and their executable copies share them. */
+static void** g_kept_work = NULL;
+static size_t g_kept_count = 0, g_kept_capacity = 0;
+
+/* Called by the other fakes (fake_stream_work.h): records fn(work) when
+ * `stream` is being captured (true), else leaves it to the caller (false). */
+int fake_cuda_record_work(void* stream, void (*fn)(void*), void* work) {
+  if (!record(stream, (Work){WORK_CALL, work, NULL, 0, 0, fn})) return 0;
+  if (g_kept_count == g_kept_capacity) {
+    g_kept_capacity = g_kept_capacity ? 2 * g_kept_capacity : 16;
+    g_kept_work = realloc(g_kept_work, g_kept_capacity * sizeof(void*));
+  }
+  g_kept_work[g_kept_count++] = work;
   return 1;
 }
 
@@ -316,6 +333,7 @@ int cudaGraphLaunch(void* exec, void* stream) {
       delay_from("FAKE_CUDA_HOST_FN_US");
       w->fn(w->dst);
     }
+    if (w->kind == WORK_CALL) w->fn(w->dst);
     ++g_replayed;
   }
   ++g_launches;

@@ -20,11 +20,14 @@
  * control for the shims' layout logic); FAKE_CUDNN_REFUSE=1 offers no algorithm and
  * no engine (the shims must fall back to the host); FAKE_CUDNN_GRAPH_REFUSE=1
  * offers no engine (the legacy API must take over). fake_cudnn_counter()
- * counts calls. */
+ * counts calls. Convolutions and tensor ops run on the handle's stream
+ * (fake_stream_work.h): at the call, or at each replay of a captured graph. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "fake_stream_work.h"
 
 enum { OK = 0, BAD_PARAM = 2000, NOT_SUPPORTED = 3000 };
 enum { NCHW = 0, NHWC = 1 };
@@ -80,13 +83,16 @@ size_t cudnnGetVersion(void) { return 90000; }
 const char* cudnnGetErrorString(int status) {
   return status == OK ? "CUDNN_STATUS_SUCCESS" : "CUDNN_STATUS_FAKE_ERROR";
 }
+typedef struct {
+  void* stream;
+} Handle;
+
 int cudnnCreate(void** handle) {
-  *handle = malloc(1);
+  *handle = calloc(1, sizeof(Handle));
   return OK;
 }
 int cudnnSetStream(void* handle, void* stream) {
-  (void)handle;
-  (void)stream;
+  ((Handle*)handle)->stream = stream;
   ++g_set_stream;
   return OK;
 }
@@ -299,6 +305,39 @@ static void direct_conv_backward_data(const Direct* d, const float* dy, const fl
         }
 }
 
+/* One convolution's operands, copied at the call: forward (x -> y) or
+ * backward data (dy -> dx, in `in` -> `out`). */
+typedef struct {
+  Direct d;
+  const float *in, *w;
+  float* out;
+  float alpha, beta;
+  int as_tf32, backward_data, slow;
+  void* workspace; /* filled at each run (it must really be that big) */
+  size_t workspace_fill;
+  int fill;
+} ConvWork;
+
+static void run_conv(void* work) {
+  const ConvWork* c = (const ConvWork*)work;
+  if (c->workspace != NULL) memset(c->workspace, c->fill, c->workspace_fill);
+  if (c->slow) {
+    ++g_slow_runs;
+    usleep(2000);
+  }
+  if (c->backward_data) {
+    direct_conv_backward_data(&c->d, c->in, c->w, c->out, c->alpha, c->beta, c->as_tf32);
+  } else {
+    direct_conv(&c->d, c->in, c->w, c->out, c->alpha, c->beta, c->as_tf32);
+  }
+}
+
+static void enqueue_conv(void* handle, ConvWork conv) {
+  ConvWork* work = (ConvWork*)malloc(sizeof(ConvWork));
+  *work = conv;
+  fake_stream_work(((Handle*)handle)->stream, run_conv, work);
+}
+
 int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const void* x,
                             const void* wd, const void* w, const void* cd, int algo,
                             void* workspace, size_t workspace_size, const void* beta,
@@ -307,18 +346,17 @@ int cudnnConvolutionForward(void* h, const void* alpha, const void* xd, const vo
   const Tensor* yt = (const Tensor*)yd;
   const Filter* f = (const Filter*)wd;
   const Conv* c = (const Conv*)cd;
-  (void)h;
   if (!((algo == FMA_ALGO && c->math == 3) || (algo == TF32_ALGO && c->math == 1))) {
     return NOT_SUPPORTED;
   }
   if (algo == FMA_ALGO && (workspace == NULL || workspace_size < WORKSPACE)) return BAD_PARAM;
   if (c->mode != 1 || !shapes_agree(xt, f, c, yt)) return BAD_PARAM;
-  if (algo == FMA_ALGO) memset(workspace, 0xab, WORKSPACE); /* it must really be that big */
   ++g_forward;
   if (algo == TF32_ALGO) ++g_tf32_runs;
-  Direct d = legacy_direct(xt, f, c, yt);
-  direct_conv(&d, (const float*)x, (const float*)w, (float*)y, *(const float*)alpha,
-              *(const float*)beta, algo == TF32_ALGO);
+  enqueue_conv(h,
+               (ConvWork){legacy_direct(xt, f, c, yt), (const float*)x, (const float*)w, (float*)y,
+                          *(const float*)alpha, *(const float*)beta, algo == TF32_ALGO, 0, 0,
+                          algo == FMA_ALGO ? workspace : NULL, WORKSPACE, 0xab});
   return OK;
 }
 
@@ -359,19 +397,52 @@ int cudnnConvolutionBackwardData(void* h, const void* alpha, const void* wd, con
   const Tensor* dxt = (const Tensor*)dxd;
   const Filter* f = (const Filter*)wd;
   const Conv* c = (const Conv*)cd;
-  (void)h;
   if (!((algo == BWD_FMA_ALGO && c->math == 3) || (algo == BWD_TF32_ALGO && c->math == 1))) {
     return NOT_SUPPORTED;
   }
   if (algo == BWD_FMA_ALGO && (workspace == NULL || workspace_size < WORKSPACE)) return BAD_PARAM;
   if (c->mode != 1 || !shapes_agree(dxt, f, c, dyt)) return BAD_PARAM;
-  if (algo == BWD_FMA_ALGO) memset(workspace, 0xab, WORKSPACE);
   ++g_backward_data;
   if (algo == BWD_TF32_ALGO) ++g_tf32_runs;
-  Direct d = legacy_direct(dxt, f, c, dyt);
-  direct_conv_backward_data(&d, (const float*)dy, (const float*)w, (float*)dx, *(const float*)alpha,
-                            *(const float*)beta, algo == BWD_TF32_ALGO);
+  enqueue_conv(
+      h, (ConvWork){legacy_direct(dxt, f, c, dyt), (const float*)dy, (const float*)w, (float*)dx,
+                    *(const float*)alpha, *(const float*)beta, algo == BWD_TF32_ALGO, 1, 0,
+                    algo == BWD_FMA_ALGO ? workspace : NULL, WORKSPACE, 0xab});
   return OK;
+}
+
+/* One tensor op's operands, copied at the call: y = alpha * x + beta * y,
+ * x broadcast along its dims of size one (add) or of y's shape (transform). */
+typedef struct {
+  Tensor xt, yt;
+  const float* x;
+  float* y;
+  float alpha, beta;
+} TensorWork;
+
+static void run_tensor_op(void* work) {
+  const TensorWork* t = (const TensorWork*)work;
+  long total = 1;
+  for (int d = 0; d < t->yt.nb; ++d) total *= t->yt.dims[d];
+  for (long i = 0; i < total; ++i) {
+    long rest = i, xi = 0, yi = 0;
+    for (int d = t->yt.nb - 1; d >= 0; --d) {
+      const long idx = rest % t->yt.dims[d];
+      rest /= t->yt.dims[d];
+      xi += (t->xt.dims[d] == 1 ? 0 : idx) * t->xt.strides[d];
+      yi += idx * t->yt.strides[d];
+    }
+    float* out = &t->y[yi];
+    *out = t->alpha * t->x[xi] + (t->beta == 0.0f ? 0.0f : t->beta * *out);
+  }
+}
+
+static void enqueue_tensor_op(void* handle, const void* alpha, const Tensor* xt, const void* x,
+                              const void* beta, const Tensor* yt, void* y) {
+  TensorWork* work = (TensorWork*)malloc(sizeof(TensorWork));
+  *work =
+      (TensorWork){*xt, *yt, (const float*)x, (float*)y, *(const float*)alpha, *(const float*)beta};
+  fake_stream_work(((Handle*)handle)->stream, run_tensor_op, work);
 }
 
 /* C = alpha * A + beta * C, A broadcast along its dims of size one. */
@@ -379,26 +450,12 @@ int cudnnAddTensor(void* h, const void* alpha, const void* ad, const void* A, co
                    const void* cd, void* C) {
   const Tensor* at = (const Tensor*)ad;
   const Tensor* ct = (const Tensor*)cd;
-  (void)h;
   if (at->nb != 4 || ct->nb != 4) return BAD_PARAM;
   for (int i = 0; i < 4; ++i) {
     if (at->dims[i] != 1 && at->dims[i] != ct->dims[i]) return BAD_PARAM;
   }
   ++g_add;
-  const float a = *(const float*)alpha, b = *(const float*)beta;
-  int i[4];
-  for (i[0] = 0; i[0] < ct->dims[0]; ++i[0])
-    for (i[1] = 0; i[1] < ct->dims[1]; ++i[1])
-      for (i[2] = 0; i[2] < ct->dims[2]; ++i[2])
-        for (i[3] = 0; i[3] < ct->dims[3]; ++i[3]) {
-          long ai = 0, ci = 0;
-          for (int d = 0; d < 4; ++d) {
-            ai += (long)(at->dims[d] == 1 ? 0 : i[d]) * at->strides[d];
-            ci += (long)i[d] * ct->strides[d];
-          }
-          float* out = &((float*)C)[ci];
-          *out = a * ((const float*)A)[ai] + b * *out;
-        }
+  enqueue_tensor_op(h, alpha, at, A, beta, ct, C);
   return OK;
 }
 
@@ -408,26 +465,12 @@ int cudnnTransformTensor(void* h, const void* alpha, const void* xd, const void*
                          const void* beta, const void* yd, void* y) {
   const Tensor* xt = (const Tensor*)xd;
   const Tensor* yt = (const Tensor*)yd;
-  (void)h;
   if (xt->nb != yt->nb) return BAD_PARAM;
   for (int d = 0; d < xt->nb; ++d) {
     if (xt->dims[d] != yt->dims[d]) return BAD_PARAM;
   }
   ++g_transform;
-  const float a = *(const float*)alpha, b = *(const float*)beta;
-  long total = 1;
-  for (int d = 0; d < xt->nb; ++d) total *= xt->dims[d];
-  for (long i = 0; i < total; ++i) {
-    long rest = i, xi = 0, yi = 0;
-    for (int d = xt->nb - 1; d >= 0; --d) {
-      const long idx = rest % xt->dims[d];
-      rest /= xt->dims[d];
-      xi += idx * xt->strides[d];
-      yi += idx * yt->strides[d];
-    }
-    float* out = &((float*)y)[yi];
-    *out = a * ((const float*)x)[xi] + (b == 0.0f ? 0.0f : b * *out);
-  }
+  enqueue_tensor_op(h, alpha, xt, x, beta, yt, y);
   return OK;
 }
 
@@ -717,7 +760,6 @@ static void* pointer_of(const Backend* pack, long uid) {
 int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   const Backend* plan = (const Backend*)plan_desc;
   const Backend* pack = (const Backend*)pack_desc;
-  (void)handle;
   if (!plan->finalized || plan->type != B_PLAN || !pack->finalized) return BAD_PARAM;
   const Backend* op = plan->cfg->graph->op;
   const Backend *xt = op->x, *wt = op->w, *yt = op->y, *c = op->conv;
@@ -730,17 +772,9 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
     return BAD_PARAM; /* a pointer less aligned than its descriptor promised */
   }
   const int tensor_cores = plan->cfg->engine == 0;
-  const int backward_data = op->type == B_CONV_BWD_DATA;
-  if (!tensor_cores) {
-    if (pack->workspace == NULL) return BAD_PARAM;
-    memset(pack->workspace, 0xcd, GRAPH_WORKSPACE); /* it must really be that big */
-  }
+  if (!tensor_cores && pack->workspace == NULL) return BAD_PARAM;
   ++g_executes;
   if (tensor_cores) ++g_tf32_runs;
-  if (plan->cfg->engine == 1 && env_on("FAKE_CUDNN_SLOW_FIRST")) {
-    ++g_slow_runs;
-    usleep(2000);
-  }
   Direct d;
   for (int i = 0; i < 4; ++i) {
     d.xd[i] = xt->dims[i], d.xs[i] = xt->strides[i], d.wd[i] = wt->dims[i];
@@ -748,10 +782,11 @@ int cudnnBackendExecute(void* handle, void* plan_desc, void* pack_desc) {
   }
   for (int i = 0; i < 2; ++i)
     d.pad[i] = c->pad[i], d.stride[i] = c->stride[i], d.dilation[i] = c->dilation[i];
-  if (backward_data) {
-    direct_conv_backward_data(&d, y, w, x, 1.0f, 0.0f, tensor_cores);
-  } else {
-    direct_conv(&d, x, w, y, 1.0f, 0.0f, tensor_cores);
-  }
+  const int backward_data = op->type == B_CONV_BWD_DATA;
+  const int slow = plan->cfg->engine == 1 && env_on("FAKE_CUDNN_SLOW_FIRST");
+  /* Backward data reads y (dy) and writes x (dx). */
+  enqueue_conv(handle, (ConvWork){d, backward_data ? y : x, w, backward_data ? x : y, 1.0f, 0.0f,
+                                  tensor_cores, backward_data, slow,
+                                  tensor_cores ? NULL : pack->workspace, GRAPH_WORKSPACE, 0xcd});
   return OK;
 }
