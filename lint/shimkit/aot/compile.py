@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
@@ -263,14 +264,21 @@ def in_math_form(
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
-    per kind rewritten, saying so. 3-D grid sampling is always rewritten where the installed
-    torch has no C shim for it (`shimkit.aot.grid_sample`): its blob could not load otherwise."""
+    per kind rewritten, saying so. 3-D grid sampling and antialiased resizing are always
+    rewritten where the installed torch has no C shim for them (`shimkit.aot.grid_sample`,
+    `shimkit.aot.antialias`): their blobs could not load otherwise."""
     notes = []
     exported, count = grid_sampler_3d_in_math_form(torch, exported)
     if count:
         notes.append(
             f"{count} grid_sampler_3d call(s) compiled in their math form (this torch has no "
             "C shim for it; Inductor generates the kernel)"
+        )
+    exported, count = antialiased_resize_in_math_form(torch, exported)
+    if count:
+        notes.append(
+            f"{count} antialiased resize call(s) compiled in their math form (this torch has "
+            "no C shim for them; Inductor generates the kernels)"
         )
     if attention:
         exported, count = attention_in_math_form(torch, exported)

@@ -15,16 +15,11 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.torchenv import torch_has_c_shim
+
 OP_NAME = "aten.grid_sampler_3d.default"
 BILINEAR, NEAREST = 0, 1  # interpolation_mode (bicubic is 2-D only)
 ZEROS, BORDER, REFLECTION = 0, 1, 2  # padding_mode
-
-
-def torch_has_c_shim(op_name: str) -> bool:
-    """Whether the installed torch's Inductor calls `op_name` through a C shim."""
-    from torchgen.aoti.fallback_ops import inductor_fallback_ops
-
-    return op_name in inductor_fallback_ops
 
 
 def _grid_sampler_3d(torch: ModuleType) -> Any:

@@ -44,3 +44,12 @@ def require_torch() -> ModuleType:
 def has_native_prefix_option(torch: ModuleType) -> bool:
     """True when Inductor can rename shim imports itself (aot_inductor.shim_symbol_prefix)."""
     return hasattr(torch._inductor.config.aot_inductor, "shim_symbol_prefix")
+
+
+def torch_has_c_shim(op_name: str) -> bool:
+    """Whether the installed torch's Inductor calls `op_name` (e.g.
+    "aten.grid_sampler_3d.default") through a C shim; if not, its blob would need libtorch's
+    proxy executor."""
+    from torchgen.aoti.fallback_ops import inductor_fallback_ops
+
+    return op_name in inductor_fallback_ops
