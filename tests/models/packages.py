@@ -55,7 +55,7 @@ def _digest(exported: Any, options: dict[str, Any]) -> str:
 def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Package:
     """Zoo model `name`, compiled prefixed (and unprefixed if asked), from cache if there."""
     import torch
-    from shimkit.aot.compile import compile_exported
+    from shimkit.aot.compile import compile_exported, in_math_form
     from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
 
     from tests.models.zoo import ZOO
@@ -63,6 +63,9 @@ def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Pa
     options = dict(CPU_INFERENCE_OPTIONS)
     zoo = ZOO[name]()
     exported = torch.export.export(zoo.model, zoo.inputs, dynamic_shapes=zoo.dynamic_shapes)
+    # What `shimkit compile` does on the CPU before Inductor (antialiased resizing in its
+    # math form; attention and RNN cells kept), for both packages: the same program.
+    exported, _ = in_math_form(torch, exported, False, False)
     base = cache / f"{name}-{_digest(exported, options)}"
     prefixed = base.with_suffix(".pt2")
     twin = base.with_name(base.name + ".unprefixed.pt2")

@@ -4,7 +4,8 @@ Each model of tests/models/zoo.py (ResNet-style, MobileNetV2-style, U-Net-style 
 transposed convolutions, transformer encoder, GPT with causal SDPA and embeddings, GQA,
 masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
 bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention,
-detection post-processing with outputs sized by the data) is compiled
+detection post-processing with outputs sized by the data, 3-D video layers, antialiased
+resizing) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -78,6 +79,8 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu__adaptive_avg_pool3d",
         "aoti_torch_cpu_grid_sampler_3d",
     ],
+    # Antialiased resizing becomes matrix products (compile's math form); the CNN convolves.
+    "image_resize": ["aoti_torch_cpu_convolution"],
 }
 
 

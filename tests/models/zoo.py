@@ -469,6 +469,31 @@ class VideoNet(nn.Module):
         return self.fc(pooled), up, where, coarse_at
 
 
+# --- resizing inside the model: antialiased interpolation ------------------------------
+
+
+class ImageResize(nn.Module):
+    """Resizing inside a model, as a preprocessing head or a multi-scale branch does: an
+    antialiased bicubic downscale (what torchvision's Resize does to tensors) into a small
+    CNN, an antialiased bilinear upscale (align_corners) of its features back to the input's
+    size, and an antialiased half-size copy of them. No torch has a C shim for antialiased
+    resizing: compile rewrites it into matrix products (shimkit.aot.antialias)."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, c, 3, padding=1)
+        self.conv2 = nn.Conv2d(c, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        small = F.interpolate(x, size=(24, 20), mode="bicubic", antialias=True)
+        h = F.relu(self.conv1(small))
+        back = F.interpolate(
+            self.conv2(h), size=x.shape[-2:], mode="bilinear", align_corners=True, antialias=True
+        )
+        half = F.interpolate(h, scale_factor=0.5, mode="bilinear", antialias=True)
+        return x + back, half
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -618,6 +643,17 @@ def _video() -> ZooModel:
     return ZooModel(VideoNet().eval(), (clip,))
 
 
+def _image_resize() -> ZooModel:
+    _seeded(26)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    return ZooModel(
+        ImageResize().eval(),
+        (_randn(2, 3, 50, 37),),
+        dynamic_shapes=({0: batch},),
+        more_inputs=[(_randn(3, 3, 50, 37),)],
+    )
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -639,6 +675,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "pooling": _pooling,
     "detection": _detection,
     "video": _video,
+    "image_resize": _image_resize,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,
