@@ -88,6 +88,23 @@ def test_dynamic_batch_is_rewritten_dynamic_sizes_are_not() -> None:
     assert count == 0 and same is exported
 
 
+def test_weights_are_made_on_the_input_device() -> None:
+    # A CUDA program must build its weights on the GPU. Here the meta device stands in
+    # for it: every value of the rewritten program lives there (control: the exported
+    # program's do too, and a CPU-made weight would fail the matmul in the rewrite).
+    from shimkit.aot.antialias import antialiased_resize_in_math_form
+
+    model = Resize("bicubic", False, size=(10, 7)).eval()
+    exported = torch.export.export(model, (torch.empty(2, 3, 23, 17, device="meta"),))
+    rewritten, count = antialiased_resize_in_math_form(torch, exported, only_without_shim=False)
+    devices = {
+        str(node.meta["val"].device)
+        for node in rewritten.graph.nodes
+        if isinstance(node.meta.get("val"), torch.Tensor)
+    }
+    assert count == 1 and devices == {"meta"}
+
+
 def test_left_alone_where_torch_has_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:
     from shimkit.aot import antialias
 

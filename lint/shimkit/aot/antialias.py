@@ -42,12 +42,19 @@ def _filters(torch: ModuleType) -> dict[str, Any]:
 
 
 def _weights(
-    torch: ModuleType, op: str, in_size: int, out_size: int, align_corners: bool, scale: Any
+    torch: ModuleType,
+    op: str,
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Any,
+    device: Any,
 ) -> Any:
     """The [out_size, in_size] float64 matrix ATen's antialiased resize applies along one
-    dim (area_pixel_compute_scale, then _compute_indices_min_size_weights_aa per row)."""
+    dim (area_pixel_compute_scale, then _compute_indices_min_size_weights_aa per row), on
+    `device` (the input's: a CUDA program computes its weights on the GPU)."""
     if in_size == out_size:  # ATen leaves such a dim as it is, whatever the scale
-        return torch.eye(in_size, dtype=torch.float64)
+        return torch.eye(in_size, dtype=torch.float64, device=device)
     if align_corners:
         step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
     elif scale is not None and scale > 0:
@@ -56,8 +63,8 @@ def _weights(
         step = in_size / out_size
     support = OPS[op] * 0.5 * (step if step >= 1.0 else 1.0)
     inverse = 1.0 / step if step >= 1.0 else 1.0
-    rows = torch.arange(out_size, dtype=torch.float64).unsqueeze(1)
-    cols = torch.arange(in_size, dtype=torch.float64).unsqueeze(0)
+    rows = torch.arange(out_size, dtype=torch.float64, device=device).unsqueeze(1)
+    cols = torch.arange(in_size, dtype=torch.float64, device=device).unsqueeze(0)
     center = step * (rows + 0.5)
     first = torch.clamp(torch.trunc(center - support + 0.5), min=0)
     end = torch.clamp(torch.trunc(center + support + 0.5), max=in_size)
@@ -72,8 +79,8 @@ def _resize(torch: ModuleType, op: str) -> Any:
         x: Any, output_size: Any, align_corners: bool, scales_h: Any = None, scales_w: Any = None
     ) -> Any:
         (in_h, in_w), (out_h, out_w) = x.shape[-2:], output_size
-        wh = _weights(torch, op, in_h, out_h, align_corners, scales_h).to(x.dtype)
-        ww = _weights(torch, op, in_w, out_w, align_corners, scales_w).to(x.dtype)
+        wh = _weights(torch, op, in_h, out_h, align_corners, scales_h, x.device).to(x.dtype)
+        ww = _weights(torch, op, in_w, out_w, align_corners, scales_w, x.device).to(x.dtype)
         return torch.matmul(torch.matmul(wh, x), ww.t())
 
     return resize
