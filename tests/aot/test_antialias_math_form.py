@@ -135,26 +135,23 @@ def test_compiled_math_form_runs_on_the_slim_runtime(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import numpy as np
-    import shimkit.runtime
     from shimkit.aot import antialias
     from shimkit.aot.compile import compile_exported, in_math_form
     from shimkit.errors import ShimkitError
 
+    from tests.aot.math_form_run import compile_in_math_form_and_run
+
     torch.manual_seed(6)
     model = Thumbnail().eval()
     inputs = (torch.randn(2, 3, 50, 37),)
-    exported, notes = in_math_form(torch, torch.export.export(model, inputs), False, False)
-    assert notes == [
+    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "thumb.pt2")
+    assert run.notes == [
         "1 antialiased resize call(s) compiled in their math form (this torch has no C shim "
         "for them; Inductor generates the kernels)"
     ]
-    result = compile_exported(exported, tmp_path / "thumb.pt2", force=True, show_progress=False)
-    imports = [sym.name for blob in result.blobs.values() for sym in blob.imports]
-    assert any("aoti_torch_" in name for name in imports)  # control: the shim imports are read
-    assert not any("proxy_executor" in name for name in imports)
-    with shimkit.runtime.load(result.path) as slim:
-        (got,) = slim(*inputs)
-    want = model(*inputs).detach().numpy()
+    assert any("aoti_torch_" in name for name in run.imports)  # control: imports are read
+    assert not any("proxy_executor" in name for name in run.imports)
+    (got,), want = run.outputs, model(*inputs).detach().numpy()
     assert np.allclose(got, want, rtol=1e-4, atol=1e-5), np.abs(got - want).max()
     # Control: without the rewrite the blob needs libtorch's proxy executor, and compile
     # refuses it, naming the op.

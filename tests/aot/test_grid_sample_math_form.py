@@ -83,22 +83,18 @@ def test_compiled_math_form_runs_on_the_slim_runtime(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import numpy as np
-    import shimkit.runtime
     from shimkit.aot import grid_sample
-    from shimkit.aot.compile import compile_exported, in_math_form
+
+    from tests.aot.math_form_run import compile_in_math_form_and_run
 
     monkeypatch.setattr(grid_sample, "torch_has_c_shim", lambda name: False)
     inputs = example()
     model = Warp("bilinear", "reflection", False).eval()
-    exported, notes = in_math_form(torch, torch.export.export(model, inputs), False, False)
-    assert notes == [
+    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "warp.pt2")
+    assert run.notes == [
         "1 grid_sampler_3d call(s) compiled in their math form (this torch has no C shim for "
         "it; Inductor generates the kernel)"
     ]
-    result = compile_exported(exported, tmp_path / "warp.pt2", force=True, show_progress=False)
-    imports = [sym.name for blob in result.blobs.values() for sym in blob.imports]
-    assert any("aoti_torch_" in name for name in imports)  # control: the shim imports are read
-    assert not any("grid_sampler" in name for name in imports)
-    with shimkit.runtime.load(result.path) as slim:
-        (got,) = slim(*inputs)
-    assert np.allclose(got, model(*inputs).numpy(), rtol=1e-4, atol=1e-5)
+    assert any("aoti_torch_" in name for name in run.imports)  # control: imports are read
+    assert not any("grid_sampler" in name for name in run.imports)
+    assert np.allclose(run.outputs[0], model(*inputs).numpy(), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,34 @@
+"""Compiling a model as `shimkit compile` does on the CPU (math forms first) and running it on
+the slim CPU runtime: what the math-form tests share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class SlimRun:
+    notes: list[str]  # what in_math_form said it rewrote
+    imports: list[str]  # the blob's imported symbols
+    outputs: list[np.ndarray]  # the slim runtime's outputs on the example inputs
+
+
+def compile_in_math_form_and_run(
+    torch: Any, model: Any, inputs: tuple[Any, ...], out: Path
+) -> SlimRun:
+    """`model` exported on `inputs`, its fallbacks rewritten as `shimkit compile` rewrites
+    them on the CPU (in_math_form: attention and RNN cells kept), compiled into `out` for the
+    slim CPU runtime, and run there on `inputs`."""
+    import shimkit.runtime
+    from shimkit.aot.compile import compile_exported, in_math_form
+
+    exported, notes = in_math_form(torch, torch.export.export(model, inputs), False, False)
+    result = compile_exported(exported, out, force=True, show_progress=False)
+    imports = [sym.name for blob in result.blobs.values() for sym in blob.imports]
+    with shimkit.runtime.load(result.path) as slim:
+        outputs = slim(*inputs)
+    return SlimRun(notes, imports, outputs)
