@@ -28,7 +28,7 @@ POOLS = {"avg_pool2d": 2, "avg_pool3d": 3, "_adaptive_avg_pool2d": 2, "_adaptive
 def _output_size(size: int, kernel: int, pad: int, stride: int, ceil_mode: bool) -> int:
     """ATen's pooling_output_shape (dilation 1)."""
     span = size + 2 * pad - (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
-    out = span // stride + 1  # floor division, as ATen's div_rtn
+    out = math.floor(span / stride) + 1
     if ceil_mode and (out - 1) * stride >= size + pad:
         out -= 1
     return out
@@ -78,8 +78,6 @@ def _along(torch: ModuleType, x: Any, dim: int, matrix: Any) -> Any:
 
 
 def _as_list(values: Any, n: int) -> list[int]:
-    """An int-list argument of ATen's as n values (one value stands for every dim; an empty
-    one stays empty: avg_pool's stride then defaults to the kernel)."""
     values = list(values) if values else []
     return values * n if len(values) == 1 else values
 
