@@ -78,9 +78,9 @@ def test_in_math_form_says_what_it_rewrote() -> None:
 
     inputs = (torch.randn(3, 6), torch.randn(3, 5), torch.randn(3, 5))
     exported = torch.export.export(Cells(True).eval(), inputs)
-    _, notes = in_math_form(torch, exported, attention=True, slim_cuda=True)
+    _, notes = in_math_form(torch, exported, attention=True, rnn_cells=True)
     assert notes == [
         "6 GRU/LSTM cell call(s) compiled in their math form (Inductor generates the kernels; "
         "torch's fused CUDA cells have no C shim)"
     ]
-    assert in_math_form(torch, exported, attention=True, slim_cuda=False)[1] == []
+    assert in_math_form(torch, exported, attention=True, rnn_cells=False)[1] == []

@@ -24,7 +24,6 @@ from typing import Any
 
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
-from shimkit.aot.avg_pool import INDUCTOR_WINDOW_LIMIT, avg_pools_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
@@ -261,14 +260,11 @@ def compile_exported(
 
 
 def in_math_form(
-    torch: ModuleType, exported: Any, attention: bool, slim_cuda: bool
+    torch: ModuleType, exported: Any, attention: bool, rnn_cells: bool
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
-    generates their kernels, and one note per kind rewritten, saying so: attention
-    (`shimkit.aot.attention`) if `attention`; for a slim CUDA target (`slim_cuda`) GRU/LSTM
-    cells (`shimkit.aot.rnn_cells`: torch's fused CUDA cells have no C shim) and average
-    pools over large windows (`shimkit.aot.avg_pool`: the slim CUDA shims would run them on
-    the host). 3-D grid sampling and antialiased resizing are always
+    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
+    per kind rewritten, saying so. 3-D grid sampling and antialiased resizing are always
     rewritten where the installed torch has no C shim for them (`shimkit.aot.grid_sample`,
     `shimkit.aot.antialias`): their blobs could not load otherwise."""
     notes = []
@@ -291,19 +287,12 @@ def in_math_form(
                 f"{count} scaled_dot_product_attention call(s) compiled in their math form "
                 "(Inductor generates the kernels; no attention fallback shim)"
             )
-    if slim_cuda:
+    if rnn_cells:
         exported, count = rnn_cells_in_math_form(torch, exported)
         if count:
             notes.append(
                 f"{count} GRU/LSTM cell call(s) compiled in their math form (Inductor generates "
                 "the kernels; torch's fused CUDA cells have no C shim)"
-            )
-        exported, count = avg_pools_in_math_form(torch, exported)
-        if count:
-            notes.append(
-                f"{count} average pool call(s) over windows of more than "
-                f"{INDUCTOR_WINDOW_LIMIT} elements compiled as matrix products (Inductor "
-                "generates the kernels; no host fallback)"
             )
     return exported, notes
 
@@ -318,15 +307,15 @@ def compile_model(
     target: str | None = DEFAULT_TARGET,
     device: str = "cpu",
     decompose_attention: bool = False,
-    slim_cuda: bool = False,
+    decompose_rnn_cells: bool = False,
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
-    compile_exported; `decompose_attention` and `slim_cuda`: those fallbacks in their math
-    form first, `in_math_form`)."""
+    compile_exported; `decompose_attention` and `decompose_rnn_cells`: those fallbacks in
+    their math form first, `in_math_form`)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
-    exported, _ = in_math_form(torch, exported, decompose_attention, slim_cuda)
+    exported, _ = in_math_form(torch, exported, decompose_attention, decompose_rnn_cells)
     return compile_exported(
         exported,
         output,

@@ -60,5 +60,5 @@ def compile_cuda(
         target=target,
         device="cuda",
         decompose_attention=decompose_attention,
-        slim_cuda=target != "libtorch",
+        decompose_rnn_cells=target != "libtorch",
     )

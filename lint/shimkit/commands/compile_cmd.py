@@ -84,10 +84,9 @@ def run(args: argparse.Namespace) -> int:
             model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
         exported = export_program(torch, model, inputs, str(source))
     attention = cuda if args.decompose_attention is None else args.decompose_attention
-    # torch's runner has the fused CUDA RNN cells (through its proxy executor) and device
-    # kernels for every pool; the slim CUDA runtime has neither.
-    slim_cuda = cuda and target != "libtorch"
-    exported, notes = in_math_form(torch, exported, attention, slim_cuda)
+    # torch's runner has the fused CUDA RNN cells (through its proxy executor); slim runtimes not.
+    rnn_cells = cuda and target != "libtorch"
+    exported, notes = in_math_form(torch, exported, attention, rnn_cells)
     for note in notes:
         print(f"{source}: {note}")
     result = compile_exported(
