@@ -26,19 +26,22 @@ OPS = {"_upsample_bilinear2d_aa": 2, "_upsample_bicubic2d_aa": 4}
 BICUBIC_A = -0.5  # PIL's cubic, which ATen's antialiased bicubic uses (not -0.75)
 
 
-def _filters(torch: ModuleType) -> dict[str, Any]:
-    def triangle(x: Any) -> Any:
-        x = x.abs()
-        return torch.where(x < 1, 1 - x, torch.zeros_like(x))
+def _triangle(torch: ModuleType, x: Any) -> Any:
+    """The bilinear filter."""
+    x = x.abs()
+    return torch.where(x < 1, 1 - x, torch.zeros_like(x))
 
-    def cubic(x: Any) -> Any:
-        a = BICUBIC_A
-        x = x.abs()
-        near = ((a + 2) * x - (a + 3)) * x * x + 1
-        far = (((x - 5) * x + 8) * x - 4) * a
-        return torch.where(x < 1, near, torch.where(x < 2, far, torch.zeros_like(x)))
 
-    return {"_upsample_bilinear2d_aa": triangle, "_upsample_bicubic2d_aa": cubic}
+def _cubic(torch: ModuleType, x: Any) -> Any:
+    """The bicubic filter (a = BICUBIC_A)."""
+    a = BICUBIC_A
+    x = x.abs()
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = (((x - 5) * x + 8) * x - 4) * a
+    return torch.where(x < 1, near, torch.where(x < 2, far, torch.zeros_like(x)))
+
+
+FILTERS = {"_upsample_bilinear2d_aa": _triangle, "_upsample_bicubic2d_aa": _cubic}
 
 
 def _weights(
@@ -68,7 +71,7 @@ def _weights(
     center = step * (rows + 0.5)
     first = torch.clamp(torch.trunc(center - support + 0.5), min=0)
     end = torch.clamp(torch.trunc(center + support + 0.5), max=in_size)
-    taps = _filters(torch)[op]((cols - center + 0.5) * inverse)
+    taps = FILTERS[op](torch, (cols - center + 0.5) * inverse)
     taps = torch.where((cols >= first) & (cols < end), taps, torch.zeros_like(taps))
     total = taps.sum(1, keepdim=True)
     return torch.where(total != 0, taps / total, taps)
