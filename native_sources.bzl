@@ -146,6 +146,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/cudnn_conv.cpp",
             "shims/cuda/gemm.cpp",
             "shims/cuda/host_fallback.cpp",
+            "shims/cuda/math_mode.cpp",
             "shims/cuda/shim_cuda_device.cpp",
             "shims/cuda/shim_host_ops_cuda.cpp",
             "shims/cuda/shim_ops_cuda.cpp",
@@ -159,6 +160,7 @@ NATIVE_LIBRARIES = {
             "shims/cuda/cudnn_conv.h",
             "shims/cuda/gemm.h",
             "shims/cuda/host_fallback.h",
+            "shims/cuda/math_mode.h",
         ],
         "exported_headers": [
             "shims/aoti_shim_abi.h",

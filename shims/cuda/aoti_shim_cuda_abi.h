@@ -187,6 +187,11 @@ SHIMKIT_EXPORT void shimkit_cuda_conv_api_counts(int64_t* on_graph_api, int64_t*
 // cuDNN), and setting it (default: off, true float32; SHIMKIT_CUDNN_TF32=1).
 SHIMKIT_EXPORT int32_t shimkit_cuda_cudnn_tf32(void);
 SHIMKIT_EXPORT void shimkit_cuda_set_cudnn_tf32(int32_t allowed);
+// Whether float32 GEMMs (mm, addmm, bmm) may use TF32 tensor cores (torch's
+// torch.backends.cuda.matmul.allow_tf32, off by default there too), and
+// setting it (default: off; SHIMKIT_MATMUL_TF32=1).
+SHIMKIT_EXPORT int32_t shimkit_cuda_matmul_tf32(void);
+SHIMKIT_EXPORT void shimkit_cuda_set_matmul_tf32(int32_t allowed);
 // How many float32 GEMMs ran on cuBLASLt and on legacy cuBLAS (process-wide).
 SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas);
 // Streams and CUDA graphs for hosts (shims/cuda/cuda_graph.cpp): a

@@ -59,6 +59,7 @@ struct LtHeuristicResult {
 };
 
 constexpr int kLtCompute32F = 68;           // CUBLAS_COMPUTE_32F (no TF32)
+constexpr int kLtCompute32FFastTF32 = 77;   // CUBLAS_COMPUTE_32F_FAST_TF32
 constexpr int kLtR32F = 0;                  // CUDA_R_32F
 constexpr int kLtR16F = 2;                  // CUDA_R_16F
 constexpr int kLtR16BF = 14;                // CUDA_R_16BF

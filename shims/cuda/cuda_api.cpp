@@ -111,6 +111,7 @@ BlasLibrary load_blas() {
   bind(lib, "cublasSetStream_v2", &b.set_stream, &missing);
   b.set_workspace =
       reinterpret_cast<Cublas::SetWorkspace>(lookup_symbol(lib, "cublasSetWorkspace_v2"));
+  bind(lib, "cublasSetMathMode", &b.set_math_mode, &missing);
   bind(lib, "cublasSgemm_v2", &b.sgemm, &missing);
   bind(lib, "cublasSgemmStridedBatched", &b.sgemm_strided_batched, &missing);
   if (!missing.empty()) {

@@ -55,13 +55,15 @@ struct CudartSignatures {
   using LaunchHostFunc = Err (*)(Stream, HostFn, void*);
 };
 
-// `Status` is cublasStatus_t, `Handle` cublasHandle_t, `Op` cublasOperation_t.
-template <typename Status, typename Handle, typename Stream, typename Op>
+// `Status` is cublasStatus_t, `Handle` cublasHandle_t, `Op` cublasOperation_t,
+// `Math` cublasMath_t.
+template <typename Status, typename Handle, typename Stream, typename Op, typename Math>
 struct CublasSignatures {
   using Create = Status (*)(Handle*);
   using Destroy = Status (*)(Handle);
   using SetStream = Status (*)(Handle, Stream);
   using SetWorkspace = Status (*)(Handle, void*, size_t);
+  using SetMathMode = Status (*)(Handle, Math);
   using Sgemm = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*, int,
                            const float*, int, const float*, float*, int);
   using SgemmStridedBatched = Status (*)(Handle, Op, Op, int, int, int, const float*, const float*,
@@ -80,13 +82,15 @@ constexpr int kMemcpyDeviceToHost = 2;
 constexpr unsigned kHostAllocDefault = 0;  // cudaHostAllocDefault
 constexpr int kOpN = 0;                    // CUBLAS_OP_N
 constexpr int kOpT = 1;                    // CUBLAS_OP_T
+constexpr int kMathDefault = 0;            // CUBLAS_DEFAULT_MATH
+constexpr int kMathTf32 = 3;               // CUBLAS_TF32_TENSOR_OP_MATH
 
 constexpr unsigned kStreamNonBlocking = 1;  // cudaStreamNonBlocking
 constexpr int kCaptureModeRelaxed = 2;      // cudaStreamCaptureModeRelaxed
 
 using HostFn = void (*)(void*);
 using Cudart = CudartSignatures<Error, Stream, int, void*, void*, int, void*, HostFn>;
-using Cublas = CublasSignatures<int, void*, Stream, int>;
+using Cublas = CublasSignatures<int, void*, Stream, int, int>;
 
 // The loaded CUDA runtime. `ok` is false when no libcudart could be opened,
 // a symbol is missing, or no device (or no driver) is present; `error` then
@@ -137,6 +141,7 @@ struct BlasLibrary {
   Cublas::Destroy destroy = nullptr;
   Cublas::SetStream set_stream = nullptr;
   Cublas::SetWorkspace set_workspace = nullptr;  // cuBLAS 11.3+; optional
+  Cublas::SetMathMode set_math_mode = nullptr;
   Cublas::Sgemm sgemm = nullptr;
   Cublas::SgemmStridedBatched sgemm_strided_batched = nullptr;
 };

@@ -35,6 +35,7 @@
 #include "shims/cuda/autotune.h"
 #include "shims/cuda/cuda_context.h"
 #include "shims/cuda/cudnn_api.h"
+#include "shims/cuda/math_mode.h"
 
 namespace shimkit {
 namespace cuda {
@@ -45,9 +46,6 @@ std::atomic<int64_t> g_on_host{0};
 std::atomic<int64_t> g_on_graph{0};
 std::atomic<int64_t> g_plans{0};
 thread_local std::string t_last_fallback;
-
-// -1: not decided yet (SHIMKIT_CUDNN_TF32 decides on first use).
-std::atomic<int> g_tf32{-1};
 
 // Unique ids of the three tensors in a graph plan's variant pack.
 constexpr int64_t kUidX = 'x';
@@ -457,18 +455,6 @@ bool on_device_in(const SlimTensor& t, int32_t device, int32_t dtype) {
   return is_cuda(t) && t.device_index() == device && t.dtype() == dtype;
 }
 
-bool tf32_allowed() {
-  int v = g_tf32.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* env = std::getenv("SHIMKIT_CUDNN_TF32");
-    v = env != nullptr && std::strcmp(env, "1") == 0 ? 1 : 0;
-    int expected = -1;
-    g_tf32.compare_exchange_strong(expected, v);
-    v = g_tf32.load();
-  }
-  return v == 1;
-}
-
 // SHIMKIT_CUDNN_TRACE=1: say on stderr why a geometry's plan is not on the graph
 // API (diagnostics for docs/cuda.md's GPU runs).
 bool trace_enabled() {
@@ -615,10 +601,6 @@ int64_t conv_plan_count() { return g_plans.load(std::memory_order_relaxed); }
 
 const std::string& last_conv_fallback() { return t_last_fallback; }
 
-void set_cudnn_tf32(bool allowed) { g_tf32.store(allowed ? 1 : 0); }
-
-bool cudnn_tf32() { return tf32_allowed(); }
-
 bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
                        const SlimTensor* bias, const ConvParams& params,
                        const ConvTranspose* transpose, int64_t groups, SlimTensor* out,
@@ -673,7 +655,7 @@ bool cudnn_convolution(const SlimTensor& input_in, const SlimTensor& weight_in,
     *why = "a size or stride does not fit cuDNN's int";
     return false;
   }
-  const bool allow_tf32 = tf32_allowed();
+  const bool allow_tf32 = tf32_allowed(Tf32Use::kConvolutions);
   Key key{};
   size_t k = 0;
   for (int64_t v : {int64_t{device}, int64_t{a.data_type}, int64_t{allow_tf32}, groups,

@@ -17,7 +17,7 @@ namespace shimkit {
 namespace cuda {
 
 // Runs `input` (x) weight (+ bias) on cuDNN (float32, float16 or bfloat16
-// data, float32 arithmetic; no TF32 unless allowed), into a new device tensor
+// data, float32 arithmetic; no TF32 unless allowed: math_mode.h), into a new device tensor
 // in ATen's output geometry (conv_geometry.h); transposed when `transpose` is
 // given (conv_transpose_geometry.h). Returns false,
 // with `why` set, when cuDNN is unavailable or refuses these tensors (any
@@ -36,12 +36,6 @@ const std::string& last_conv_fallback();
 // and how many plans were built (once per thread and geometry).
 int64_t conv_graph_count();
 int64_t conv_plan_count();
-
-// Whether float32 convolutions may use TF32 tensor cores (torch's default
-// for cuDNN; shimkit's default is true float32). SHIMKIT_CUDNN_TF32=1 turns
-// it on at start; plans are keyed by it, so changing it takes effect at once.
-void set_cudnn_tf32(bool allowed);
-bool cudnn_tf32();
 
 }  // namespace cuda
 }  // namespace shimkit

@@ -15,6 +15,7 @@
 #include "shims/cuda/autotune.h"
 #include "shims/cuda/cublaslt_api.h"
 #include "shims/cuda/cuda_context.h"
+#include "shims/cuda/math_mode.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -40,6 +41,7 @@ struct BlasContext {
   void* handle = nullptr;
   void* lt = nullptr;
   bool bound = false;
+  int math_mode = -1;  // the handle's cublasMath_t (legacy cuBLAS; -1: not set yet)
   Stream stream = nullptr;
   std::shared_ptr<Storage> workspace;  // the bound stream's
   std::unordered_map<Stream, std::shared_ptr<Storage>> workspaces;
@@ -73,6 +75,11 @@ BlasContext& context(int32_t device_index) {
     }
     c.stream = stream;
     c.bound = true;
+  }
+  const int math_mode = tf32_allowed(Tf32Use::kMatmuls) ? kMathTf32 : kMathDefault;
+  if (c.math_mode != math_mode) {
+    check_blas(blas.set_math_mode(c.handle, math_mode), "cublasSetMathMode");
+    c.math_mode = math_mode;
   }
   return c;
 }
@@ -125,12 +132,21 @@ int lt_data_type(int32_t dtype) {
   }
 }
 
-// A product's geometry as cuBLASLt sees it: sizes, operands, data type and,
-// for a strided batch, the count and each matrix's batch stride.
+// cuBLASLt's compute type for a data type: float32 arithmetic, TF32 tensor
+// cores for float32 data when math_mode.h allows them for matmuls.
+int lt_compute_type(int data_type) {
+  return data_type == kLtR32F && tf32_allowed(Tf32Use::kMatmuls) ? kLtCompute32FFastTF32
+                                                                 : kLtCompute32F;
+}
+
+// A product's geometry as cuBLASLt sees it: sizes, operands, data type and
+// compute type and, for a strided batch, the count and each matrix's batch
+// stride.
 struct LtShape {
   int64_t m = 0, n = 0, k = 0;
   Operand oa, ob, oc;
   int data_type = kLtR32F;
+  int compute_type = kLtCompute32F;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
@@ -174,8 +190,8 @@ std::unique_ptr<LtPlan> make_lt_plan(void* handle, const LtShape& s, const uint3
                                      bool with_bias) {
   const LtLibrary& lt = lt_library();
   auto plan = std::make_unique<LtPlan>();
-  // float32 arithmetic and scalars for every data type (no TF32).
-  if (lt.desc_create(&plan->desc, kLtCompute32F, kLtR32F) != 0) return plan;
+  // float32 scalars for every data type; float32 or TF32 arithmetic.
+  if (lt.desc_create(&plan->desc, s.compute_type, kLtR32F) != 0) return plan;
   const Operand &oa = s.oa, &ob = s.ob, &oc = s.oc;
   const int32_t trans_a = ob.op, trans_b = oa.op;
   const uint32_t epilogue = with_bias ? kLtEpilogueBias : kLtEpilogueDefault;
@@ -234,11 +250,11 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
                              alignment(out.data_ptr()), alignment(out.data_ptr())};
   if (bias != nullptr && alignment(bias) < 16) return false;
   // A fixed-size key: no allocation on the per-call lookup.
-  using Key = std::array<int64_t, 18>;
-  const Key key = {device,   s.m,        s.n,        s.k,        s.oa.op,
-                   s.ob.op,  s.oa.ld,    s.ob.ld,    s.oc.ld,    s.data_type,
-                   s.batch,  s.stride_a, s.stride_b, s.stride_c, bias != nullptr,
-                   align[0], align[1],   align[2]};
+  using Key = std::array<int64_t, 19>;
+  const Key key = {device,   s.m,        s.n,        s.k,           s.oa.op,
+                   s.ob.op,  s.oa.ld,    s.ob.ld,    s.oc.ld,       s.data_type,
+                   s.batch,  s.stride_a, s.stride_b, s.stride_c,    bias != nullptr,
+                   align[0], align[1],   align[2],   s.compute_type};
   thread_local std::map<Key, std::unique_ptr<LtPlan>> plans;
   auto it = plans.find(key);
   if (it == plans.end()) {
@@ -299,6 +315,7 @@ bool gemm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b, float
   s.ob = operand(s.k, s.n, b.strides()[0], b.strides()[1]);
   s.oc = operand(s.m, s.n, out.strides()[0], out.strides()[1]);
   s.data_type = lt_data_type(out.dtype());
+  s.compute_type = lt_compute_type(s.data_type);
   if (!s.oa.ok || !s.ob.ok || !s.oc.ok || s.oc.op != kOpN || s.data_type < 0) return false;
   if (s.m == 0 || s.n == 0) return true;
   const int32_t device = out.device_index();
@@ -340,6 +357,7 @@ bool bmm(const SlimTensor& out, const SlimTensor& a, const SlimTensor& b) {
   s.oc = operand(s.m, s.n, out.strides()[1], out.strides()[2]);
   s.stride_a = a.strides()[0], s.stride_b = b.strides()[0], s.stride_c = out.strides()[0];
   s.data_type = lt_data_type(out.dtype());
+  s.compute_type = lt_compute_type(s.data_type);
   if (!s.oa.ok || !s.ob.ok || !s.oc.ok || s.oc.op != kOpN || s.data_type < 0) return false;
   if (s.batch == 0 || s.m == 0 || s.n == 0) return true;
   BlasContext& ctx = context(out.device_index());

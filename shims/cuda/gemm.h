@@ -1,5 +1,6 @@
 // GEMMs on the GPU for the CUDA fallback ops (mm, addmm, bmm): float32,
-// float16 and bfloat16 data with float32 arithmetic on cuBLASLt first
+// float16 and bfloat16 data with float32 arithmetic (TF32 for float32 data
+// when math_mode.h allows it for matmuls) on cuBLASLt first
 // (better kernels for small-batch shapes, bias folded into the GEMM, strided
 // batches), legacy cuBLAS for float32 when cuBLASLt is absent or declines;
 // both dlopen'd. Row-major tensors are handled by the transpose trick: cuBLAS

@@ -19,6 +19,7 @@
 #include "shims/cuda/cudnn_conv.h"
 #include "shims/cuda/gemm.h"
 #include "shims/cuda/host_fallback.h"
+#include "shims/cuda/math_mode.h"
 #include "shims/shim_internal.h"
 
 // Like SHIMKIT_GUARD, for bodies with top-level commas.
@@ -233,9 +234,19 @@ void shimkit_cuda_conv_api_counts(int64_t* on_graph_api, int64_t* plans_built) {
   if (plans_built != nullptr) *plans_built = cu::conv_plan_count();
 }
 
-int32_t shimkit_cuda_cudnn_tf32(void) { return cu::cudnn_tf32() ? 1 : 0; }
+int32_t shimkit_cuda_cudnn_tf32(void) {
+  return cu::tf32_allowed(cu::Tf32Use::kConvolutions) ? 1 : 0;
+}
 
-void shimkit_cuda_set_cudnn_tf32(int32_t allowed) { cu::set_cudnn_tf32(allowed != 0); }
+void shimkit_cuda_set_cudnn_tf32(int32_t allowed) {
+  cu::set_tf32_allowed(cu::Tf32Use::kConvolutions, allowed != 0);
+}
+
+int32_t shimkit_cuda_matmul_tf32(void) { return cu::tf32_allowed(cu::Tf32Use::kMatmuls) ? 1 : 0; }
+
+void shimkit_cuda_set_matmul_tf32(int32_t allowed) {
+  cu::set_tf32_allowed(cu::Tf32Use::kMatmuls, allowed != 0);
+}
 
 void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_cublas) {
   if (on_cublaslt != nullptr) *on_cublaslt = cu::gemm_count(true);

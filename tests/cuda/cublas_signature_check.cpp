@@ -27,11 +27,13 @@ namespace cu = shimkit::cuda;
 
 // --- cuBLAS (shims/cuda/cuda_api.h) ---------------------------------------
 
-using Blas = cu::CublasSignatures<cublasStatus_t, cublasHandle_t, cudaStream_t, cublasOperation_t>;
+using Blas = cu::CublasSignatures<cublasStatus_t, cublasHandle_t, cudaStream_t, cublasOperation_t,
+                                  cublasMath_t>;
 SAME(Blas, cublasCreate_v2, Create)
 SAME(Blas, cublasDestroy_v2, Destroy)
 SAME(Blas, cublasSetStream_v2, SetStream)
 SAME(Blas, cublasSetWorkspace_v2, SetWorkspace)
+SAME(Blas, cublasSetMathMode, SetMathMode)
 SAME(Blas, cublasSgemm_v2, Sgemm)
 SAME(Blas, cublasSgemmStridedBatched, SgemmStridedBatched)
 
@@ -48,6 +50,10 @@ static_assert(std::is_enum_v<cublasOperation_t> && sizeof(cublasOperation_t) == 
 static_assert(CUBLAS_STATUS_SUCCESS == 0, "CUBLAS_STATUS_SUCCESS");
 static_assert(CUBLAS_OP_N == cu::kOpN, "CUBLAS_OP_N");
 static_assert(CUBLAS_OP_T == cu::kOpT, "CUBLAS_OP_T");
+static_assert(std::is_enum_v<cublasMath_t> && sizeof(cublasMath_t) == sizeof(int),
+              "cublasMath_t size");
+static_assert(CUBLAS_DEFAULT_MATH == cu::kMathDefault, "CUBLAS_DEFAULT_MATH");
+static_assert(CUBLAS_TF32_TENSOR_OP_MATH == cu::kMathTf32, "CUBLAS_TF32_TENSOR_OP_MATH");
 
 // --- cuBLASLt (shims/cuda/cublaslt_api.h) ---------------------------------
 
@@ -129,6 +135,8 @@ static_assert(std::is_same_v<decltype(Result::reserved), decltype(MyResult::rese
               "result.reserved type");
 
 static_assert(CUBLAS_COMPUTE_32F == cu::kLtCompute32F, "CUBLAS_COMPUTE_32F");
+static_assert(CUBLAS_COMPUTE_32F_FAST_TF32 == cu::kLtCompute32FFastTF32,
+              "CUBLAS_COMPUTE_32F_FAST_TF32");
 static_assert(CUDA_R_32F == cu::kLtR32F, "CUDA_R_32F");
 static_assert(CUBLASLT_MATMUL_DESC_TRANSA == cu::kLtDescTransA, "CUBLASLT_MATMUL_DESC_TRANSA");
 static_assert(CUBLASLT_MATMUL_DESC_TRANSB == cu::kLtDescTransB, "CUBLASLT_MATMUL_DESC_TRANSB");

@@ -116,6 +116,26 @@ def test_legacy_cublas_layouts_match_numpy(
         assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 5, 0), env
 
 
+def test_matmul_tf32_is_an_option_and_off_by_default(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    # TF32 in float32 GEMMs on request (torch.backends.cuda.matmul.allow_tf32): the fake
+    # cuBLASLt (compute type 32F_FAST_TF32) and cuBLAS (TF32 tensor-op math mode) round their
+    # operands to TF32 only when asked, so results move by ~1e-3; the default runs above
+    # stay within 1e-5 (test_gemms_run_on_cublaslt_and_match_numpy: the control).
+    for env in ({}, {"FAKE_CUBLASLT_REFUSE": "1"}):
+        r = scenario(cuda_libs, fakes, "matmul", SHIMKIT_MATMUL_TF32="1", **env)
+        counts = r.pop("gemm_counts")
+        assert counts["cublaslt" if not env else "cublas"] == 5, env
+        for case, diff in r.items():
+            assert 1e-4 < diff < 5e-2, (env, case, diff)
+    # Half-precision data keeps float32 arithmetic: TF32 is for float32 data only.
+    half = scenario(cuda_libs, fakes, "matmul_half", SHIMKIT_MATMUL_TF32="1")
+    assert half.pop("gemm_counts") == {"cublaslt": 6, "cublas": 0}
+    for op in ("mm", "addmm", "bmm"):
+        assert half[f"float16_{op}"] < 1e-2 and half[f"bfloat16_{op}"] < 5e-2, op
+
+
 def test_half_precision_gemms_run_on_cublaslt(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:

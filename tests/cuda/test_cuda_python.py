@@ -97,6 +97,16 @@ def test_shimkit_run_picks_cuda_for_a_cuda_blob(
     # torch's default math on request: the library reports TF32 convolutions allowed.
     tf32 = shimkit("run", *argv, "--tf32", "--format", "json", env=env)
     assert result(tf32)["math"] == "TF32 convolutions"
+    # TF32 matmuls on request: the fake cuBLASLt reads its operands as TF32 only when the
+    # shims ask for that compute type, so the product moves off x @ x.
+    saved = tmp_path / "tf32"
+    matmul = shimkit(
+        "run", *argv, "--tf32-matmul", "--save-dir", str(saved), "--format", "json", env=env
+    )
+    assert result(matmul)["math"] == "TF32 matmuls"
+    got, tx = np.load(saved / "out0.npy"), tf32_round(x)
+    np.testing.assert_allclose(got, tx @ tx, atol=1e-5)
+    assert np.abs(got - x @ x).max() > 1e-4  # control: not the float32 product
     timed = shimkit("run", *argv, "--graphs", "--repeat", "3", "--device", "cuda:0", env=env)
     assert timed.returncode == 0 and "latency:" in timed.stdout, timed.stderr
     # Control: forced onto the (checkout-built) CPU runtime, the CUDA blob is refused in one
@@ -112,6 +122,18 @@ def test_shimkit_run_picks_cuda_for_a_cuda_blob(
         cpu_tf32.stderr.strip()
         == f"shimkit: error: {fake_blob}: --tf32 is for CUDA (this runs on cpu)"
     )
+    cpu_matmul = shimkit("run", *argv, "--device", "cpu", "--tf32-matmul", env=fake_env(fakes))
+    assert (
+        cpu_matmul.stderr.strip()
+        == f"shimkit: error: {fake_blob}: --tf32-matmul is for CUDA (this runs on cpu)"
+    )
+
+
+def tf32_round(x: np.ndarray) -> np.ndarray:
+    """float32 values as TF32 holds them: 10 mantissa bits, rounded to nearest even."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0xFFF + ((bits >> 13) & 1)) & ~np.uint64(0x1FFF)
+    return bits.astype(np.uint32).view(np.float32)
 
 
 def test_shimkit_probe_shows_a_cuda_blob_bound_to_the_slim_cuda_shims(

@@ -2,7 +2,8 @@
 
     python3 tools/gpu/cuda_experiment.py OUT_DIR [--budget SECONDS] [--models a,b,...]
                                                  [--reuse-blobs DIR] [--rounds N]
-                                                 [--baseline-tree DIR] [--zoo [a,b,...]]
+                                                 [--tf32-rounds N] [--baseline-tree DIR]
+                                                 [--zoo [a,b,...]] [--zoo-timed a,b,...]
 
 For ResNet-18, MobileNetV3-small, a 2-layer BERT, an LSTM, an MLP, a GPT-2-like decoder
 and a TransformerEncoder (tools/gpu/cuda_models.py) it measures, in one run and on the
@@ -18,7 +19,9 @@ the two, --rounds N (default 3) interleaved rounds of the issue's replay target:
 round and model, the slim replay at torch's default math (TF32 convolutions) and torch's
 runner, one after the other, the order alternating between rounds, each in a fresh
 process; the ratio is taken per round (torch's host time moves between processes and
-runs, so a single pair of figures can land either side of a target). --baseline-tree DIR
+runs, so a single pair of figures can land either side of a target). --tf32-rounds N adds
+N such rounds with TF32 allowed in float32 matmuls too, on both sides (the slim runtime's
+`matmul_tf32`, torch's `cuda.matmul.allow_tf32`). --baseline-tree DIR
 builds the slim libraries of another checkout too and runs them in the same rounds (an
 A/B of a change, same machine, same blobs). Every step runs in its own subprocess with a
 time limit, so a failing or crashing model never stops the others; steps that would start
@@ -263,7 +266,7 @@ def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
 
 
 def interleaved(
-    exp: Experiment, models: list[str], rounds: int, sides: list[str]
+    exp: Experiment, models: list[str], rounds: int, sides: list[str], prefix: str = "round"
 ) -> dict[str, Any]:
     """Per model: each side's figure per round, the slim/torch ratio per round, its median."""
     table: dict[str, Any] = {}
@@ -271,10 +274,14 @@ def interleaved(
         row: dict[str, Any] = {}
         for side in sides:
             key = "default_math" if side == "torch" else "replay"
-            row[f"{side}_us"] = [get(exp.result(f"round{r}_{side}_{name}"), key, "us_per_run")
+            row[f"{side}_us"] = [get(exp.result(f"{prefix}{r}_{side}_{name}"), key, "us_per_run")
                                  for r in range(rounds)]  # fmt: skip
+        if rounds:
+            row["math"] = {side: get(exp.result(f"{prefix}0_{side}_{name}"),
+                                     "default_math" if side == "torch" else "replay", "math")
+                           for side in sides}  # fmt: skip
         row["replays_match"] = [
-            get(exp.result(f"round{r}_{side}_{name}"), "replay", "runs_match")
+            get(exp.result(f"{prefix}{r}_{side}_{name}"), "replay", "runs_match")
             for r in range(rounds)
             for side in sides
             if side != "torch"
@@ -312,6 +319,12 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--reuse-blobs", type=Path, help="MODEL.so + MODEL.npz of an earlier run")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument(
+        "--tf32-rounds",
+        type=int,
+        default=0,
+        help="interleaved rounds with TF32 in float32 matmuls too, both sides (default 0)",
+    )
     parser.add_argument(
         "--baseline-tree",
         type=Path,
@@ -417,22 +430,29 @@ def main() -> int:
     for name in zoo_timed:
         exp.step(f"zoo_{name}", [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"),
                  name, str(blobs), "--timed"], COMPILE_LIMIT, compile_env)  # fmt: skip
-    # Stage 2b: interleaved rounds of the replay target (torch's default math on both sides).
+    # Stage 2b: interleaved rounds of the replay target (torch's default math on both sides),
+    # then, with --tf32-rounds, rounds with TF32 in the float32 GEMMs too, on both sides.
     sides = ["slim", "torch", *(["baseline"] if args.baseline_tree else [])]
     round_models = [m for m in ISSUE_MODELS if m in models]
-    for r in range(args.rounds):
-        for name in round_models:
-            tf32 = ["--tf32"] if name in CONV_MODELS else []
-            for side in sides if r % 2 == 0 else sides[::-1]:
-                json_out = str(out / f"round{r}_{side}_{name}.json")
-                if side == "torch":
-                    argv = [py, "step_torch_runner.py", str(blobs), json_out, name,
-                            "--default-only"]  # fmt: skip
-                else:
-                    lib = build if side == "slim" else baseline
-                    argv = [py, "step_slim.py", str(lib), str(blobs), json_out, name,
-                            "--replay-only", *tf32]  # fmt: skip
-                exp.step(f"round{r}_{side}_{name}", argv, TORCH_LIMIT)
+
+    def run_rounds(prefix: str, rounds: int, tf32_matmul: bool) -> None:
+        matmul = ["--tf32-matmul"] if tf32_matmul else []
+        for r in range(rounds):
+            for name in round_models:
+                tf32 = ["--tf32"] if name in CONV_MODELS else []
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    json_out = str(out / f"{prefix}{r}_{side}_{name}.json")
+                    if side == "torch":
+                        argv = [py, "step_torch_runner.py", str(blobs), json_out, name,
+                                "--default-only", *matmul]  # fmt: skip
+                    else:
+                        lib = build if side == "slim" else baseline
+                        argv = [py, "step_slim.py", str(lib), str(blobs), json_out, name,
+                                "--replay-only", *tf32, *matmul]  # fmt: skip
+                    exp.step(f"{prefix}{r}_{side}_{name}", argv, TORCH_LIMIT)
+
+    run_rounds("round", args.rounds, False)
+    run_rounds("tf32round", args.tf32_rounds, True)
     # Stage 3: the diagnosis (device time per run on each side, cuDNN's first-ranked
     # engines untimed, per-call costs), the proofs.
     for name in (m for m in PROFILED_MODELS if m in models):
@@ -466,6 +486,10 @@ def main() -> int:
     summary["table"] = model_table(exp, models)
     summary["targets"] = targets(summary["table"])
     summary["interleaved"] = interleaved(exp, round_models, args.rounds, sides)
+    if args.tf32_rounds:
+        summary["interleaved_tf32_matmuls"] = interleaved(
+            exp, round_models, args.tf32_rounds, sides, "tf32round"
+        )
     for name in ("probe", "breakdown", "breakdown_legacy"):
         summary[name] = exp.result(name)
     summary["profiles"] = {
@@ -478,9 +502,8 @@ def main() -> int:
     summary["zoo"] = {name: zoo_row(exp, name) for name in zoo}
     summary["cudnn_check"] = exp.steps.get("cudnn_check")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps({"table": summary["table"], "targets": summary["targets"],
-                      "interleaved": summary["interleaved"], "zoo": summary["zoo"]},
-                     indent=1))  # fmt: skip
+    printed = ("table", "targets", "interleaved", "interleaved_tf32_matmuls", "zoo")
+    print(json.dumps({k: summary[k] for k in printed if k in summary}, indent=1))
     return 0
 
 

@@ -10,12 +10,12 @@ No torch in this process: numpy, ctypes and the slim libraries, through the pack
   allowed in cuDNN;
 - which library ran every convolution (cuDNN graph API, legacy API, host) and GEMM.
 
-With --replay-only, only the replay at torch's default math (TF32 convolutions with
---tf32): loaded, checked against the reference, timed; what the interleaved rounds of
-cuda_experiment.py run next to torch's runner.
+With --replay-only, only the replay (TF32 in convolutions with --tf32, torch's default
+math; in float32 GEMMs too with --tf32-matmul): loaded, checked against the reference,
+timed; what the interleaved rounds of cuda_experiment.py run next to torch's runner.
 
     python3 step_slim.py BUILD_DIR BLOB_DIR OUT_JSON MODEL [--bench-only] [--controls]
-                         [--replay-only [--tf32]]
+                         [--replay-only [--tf32] [--tf32-matmul]]
 """
 
 from __future__ import annotations
@@ -151,13 +151,15 @@ def replay_only(
     inputs: list[np.ndarray],
     expected: list[np.ndarray],
     tf32: bool,
+    tf32_matmul: bool = False,
 ) -> dict[str, Any]:
-    """Replay alone: checked on three runs, then timed (at TF32's precision with `tf32`)."""
+    """Replay alone: checked on three runs, then timed (at TF32's precision with `tf32`,
+    TF32 in cuDNN convolutions, or `tf32_matmul`, TF32 in float32 GEMMs)."""
     rt.cudnn_tf32 = tf32
-    entry: dict[str, Any] = {"math": "TF32 in cuDNN convolutions, float32 GEMMs" if tf32
-                             else "float32 (cuDNN FMA math, cuBLAS(Lt) 32F compute)"}  # fmt: skip
+    rt.matmul_tf32 = tf32_matmul
+    entry: dict[str, Any] = {"math": rt.math}
     graphs = load(rt, source, entry, graphs=True)
-    tolerance = TF32_TOLERANCE if tf32 else None
+    tolerance = TF32_TOLERANCE if tf32 or tf32_matmul else None
     entry["runs_match"] = [compare(graphs(*inputs), expected, tolerance)["match"]
                            for _ in range(3)]  # fmt: skip
     entry.update(timed(graphs, inputs))
@@ -193,7 +195,9 @@ def main() -> int:
     expected = [ref[f"out{i}"] for i in range(len([k for k in ref.files if k.startswith("out")]))]
     source = BlobSource(so, None, so.read_bytes())
     if "--replay-only" in sys.argv:
-        report["replay"] = replay_only(rt, source, inputs, expected, "--tf32" in sys.argv)
+        report["replay"] = replay_only(
+            rt, source, inputs, expected, "--tf32" in sys.argv, "--tf32-matmul" in sys.argv
+        )
         save()
         return 0
     # Eager, true float32.

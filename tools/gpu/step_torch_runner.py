@@ -6,9 +6,10 @@ global, so both sides run the same kernels and shim calls. Inputs are CUDA tenso
 every call is followed by a synchronize, like the slim bench. Measured twice: with
 torch's default math (TF32 allowed in cuDNN convolutions, float32 matmuls) and with
 TF32 off everywhere (the slim runtime's default math); with --default-only, torch's
-default math alone (the interleaved rounds of cuda_experiment.py).
+default math alone (the interleaved rounds of cuda_experiment.py), and with --tf32-matmul
+as well, TF32 in matmuls too (torch.backends.cuda.matmul.allow_tf32=True).
 
-    python3 step_torch_runner.py BLOB_DIR OUT_JSON MODEL [--default-only]
+    python3 step_torch_runner.py BLOB_DIR OUT_JSON MODEL [--default-only [--tf32-matmul]]
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def timed(torch: Any, runner: Any, inputs: list[Any]) -> dict[str, object]:
     }
 
 
-def compare(got: list[Any], expected: list[np.ndarray]) -> dict[str, object]:
+def compare(
+    got: list[Any], expected: list[np.ndarray], tolerance: float | None = None
+) -> dict[str, object]:
     values = [g.detach().cpu().numpy().astype(np.float64) for g in got]
     if len(values) != len(expected) or any(
         v.shape != e.shape for v, e in zip(values, expected, strict=True)
@@ -64,7 +67,8 @@ def compare(got: list[Any], expected: list[np.ndarray]) -> dict[str, object]:
     )
     scale = max(1.0, *(float(np.max(np.abs(e))) for e in expected if e.size))
     # float16 results carry ~3 decimal digits: compare at that precision.
-    tolerance = 1e-2 if any(e.dtype == np.float16 for e in expected) else 1e-4
+    if tolerance is None:
+        tolerance = 1e-2 if any(e.dtype == np.float16 for e in expected) else 1e-4
     return {"match": diff <= tolerance * scale, "max_abs_diff": diff}
 
 
@@ -89,13 +93,16 @@ def main() -> int:
     lib = build_forwarding_library(shim_names(find_torch().include_dir), load_config())
     load_forwarding_library(lib)
     runner = make_runner(torch, so)
-    defaults = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    if "--tf32-matmul" in sys.argv:
+        torch.backends.cuda.matmul.allow_tf32 = True
+    flags = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     default: dict[str, Any] = {
-        "math": f"torch's default: cudnn.allow_tf32={defaults[0]}, "
-        f"cuda.matmul.allow_tf32={defaults[1]}"
+        "math": f"cudnn.allow_tf32={flags[0]}, cuda.matmul.allow_tf32={flags[1]}"
     }
     report["default_math"] = default
-    default.update(compare(runner.run(inputs), expected))
+    # TF32 matmuls keep 10 mantissa bits: as step_slim.py's TF32_TOLERANCE.
+    tolerance = 5e-3 if flags[1] else None
+    default.update(compare(runner.run(inputs), expected, tolerance))
     default.update(timed(torch, runner, inputs))
     out.write_text(json.dumps(report, indent=1))
     if "--default-only" in sys.argv:

@@ -56,7 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tf32",
         action="store_true",
         help="CUDA only: allow TF32 in cuDNN convolutions, torch's default math "
-        "(default: true float32 everywhere; matmuls stay float32 either way)",
+        "(default: true float32 everywhere)",
+    )
+    parser.add_argument(
+        "--tf32-matmul",
+        action="store_true",
+        help="CUDA only: allow TF32 in float32 matmuls too, as "
+        "torch.backends.cuda.matmul.allow_tf32=True (off in torch's default)",
     )
     parser.add_argument("--no-lint", action="store_true", help="skip the in-process linter")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -102,10 +108,13 @@ def run(args: argparse.Namespace) -> int:
         from shimkit.runtime.cuda import cuda_runtime
 
         runtime = cuda_runtime()
-        runtime.cudnn_tf32 = args.tf32  # process-wide: this process runs one model
-        math = "TF32 convolutions" if runtime.cudnn_tf32 else "float32"
-    elif args.tf32:
-        raise ShimkitError(f"{args.blob}: --tf32 is for CUDA (this runs on {device})")
+        # Process-wide: this process runs one model.
+        runtime.cudnn_tf32 = args.tf32
+        runtime.matmul_tf32 = args.tf32_matmul
+        math = runtime.math
+    elif args.tf32 or args.tf32_matmul:
+        flag = "--tf32" if args.tf32 else "--tf32-matmul"
+        raise ShimkitError(f"{args.blob}: {flag} is for CUDA (this runs on {device})")
     model = load(args.blob, device=device, graphs=args.graphs, lint=not args.no_lint, config=config)
     with model:
         if args.zeros:

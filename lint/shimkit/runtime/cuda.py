@@ -120,6 +120,8 @@ class CudaRuntime:
             "shimkit_cuda_gemm_counts": (None, [ctypes.POINTER(i64)] * 2),
             "shimkit_cuda_cudnn_tf32": (i32, []),
             "shimkit_cuda_set_cudnn_tf32": (None, [i32]),
+            "shimkit_cuda_matmul_tf32": (i32, []),
+            "shimkit_cuda_set_matmul_tf32": (None, [i32]),
         }
         for name, (restype, argtypes) in signatures.items():
             fn = getattr(lib, name)
@@ -176,6 +178,22 @@ class CudaRuntime:
     @cudnn_tf32.setter
     def cudnn_tf32(self, allowed: bool) -> None:
         self.lib.shimkit_cuda_set_cudnn_tf32(int(allowed))
+
+    @property
+    def matmul_tf32(self) -> bool:
+        """Whether float32 matmuls (mm, addmm, bmm) may use TF32 (off in torch and shimkit)."""
+        return bool(self.lib.shimkit_cuda_matmul_tf32())
+
+    @matmul_tf32.setter
+    def matmul_tf32(self, allowed: bool) -> None:
+        self.lib.shimkit_cuda_set_matmul_tf32(int(allowed))
+
+    @property
+    def math(self) -> str:
+        """The float32 math runs now use: "float32", or where TF32 is allowed."""
+        tf32 = [n for n, on in (("convolutions", self.cudnn_tf32), ("matmuls", self.matmul_tf32))
+                if on]  # fmt: skip
+        return "TF32 " + " and ".join(tf32) if tf32 else "float32"
 
     def h2d_bandwidth(
         self, nbytes: int, pinned: bool, device: int = 0, iterations: int = 5

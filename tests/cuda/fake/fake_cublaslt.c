@@ -1,7 +1,8 @@
 /* A stand-in cuBLASLt for CI (no GPU): column-major D = alpha op(A) op(B) +
  * beta C (+ bias per row of D with the bias epilogue), for float32, float16
- * and bfloat16 data (float32 arithmetic, results rounded to D's type) and
- * strided batches, plain loops over host memory. Strict where a wrong call
+ * and bfloat16 data (float32 arithmetic, results rounded to D's type;
+ * CUBLAS_COMPUTE_32F_FAST_TF32, for float32 data only, reads the operands as
+ * TF32: fake_tf32.h) and strided batches, plain loops over host memory. Strict where a wrong call
  * would hide: layouts must agree with the op flags and with each other's
  * data type and batch, only the algorithm its heuristic returned runs, and
  * the workspace must be the size that algorithm asked for.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "fake_stream_work.h"
+#include "fake_tf32.h"
 
 enum { OK = 0, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
 enum { TRANSA = 3, TRANSB = 4, EPILOGUE = 7, BIAS_POINTER = 8 };
@@ -37,7 +39,10 @@ typedef struct {
   float waves;
   int reserved[4];
 } Result;
+enum { COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77 };
+
 typedef struct {
+  int compute;
   int32_t ta, tb;
   uint32_t epilogue;
   const void* bias;
@@ -104,8 +109,11 @@ int cublasLtCreate(void** h) {
 }
 
 int cublasLtMatmulDescCreate(void** d, int compute, int scale) {
-  if (compute != 68 || scale != 0) return INVALID_VALUE; /* CUBLAS_COMPUTE_32F, CUDA_R_32F */
+  if ((compute != COMPUTE_32F && compute != COMPUTE_32F_FAST_TF32) || scale != R_32F) {
+    return INVALID_VALUE;
+  }
   Desc* desc = (Desc*)calloc(1, sizeof(Desc));
+  desc->compute = compute;
   desc->epilogue = EPILOGUE_DEFAULT;
   *d = desc;
   return OK;
@@ -217,6 +225,9 @@ int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* 
     return INVALID_VALUE;
   }
   if (((const Pref*)pref)->max_workspace < WORKSPACE) return NOT_SUPPORTED;
+  if (((const Desc*)desc)->compute == COMPUTE_32F_FAST_TF32 && lc->type != R_32F) {
+    return NOT_SUPPORTED;
+  }
   const int two = env_on("FAKE_CUBLASLT_TWO_ALGOS") && requested >= 2;
   memset(results, 0, (two ? 2 : 1) * sizeof(Result));
   results[0].algo.data[0] = two ? SLOW_TAG : ALGO_TAG;
@@ -229,9 +240,11 @@ int cublasLtMatmulAlgoGetHeuristic(void* h, void* desc, void* a, void* b, void* 
   return OK;
 }
 
-static float at(const void* m, const Layout* l, int64_t batch, int trans, uint64_t i, uint64_t j) {
+static float at(const void* m, const Layout* l, int64_t batch, int trans, uint64_t i, uint64_t j,
+                int tf32) {
   const int64_t base = batch * l->batch_stride;
-  return load(m, l->type, base + (int64_t)(trans ? i * l->ld + j : j * l->ld + i));
+  const float v = load(m, l->type, base + (int64_t)(trans ? i * l->ld + j : j * l->ld + i));
+  return tf32 ? fake_tf32_round(v) : v;
 }
 
 /* One matmul's operands, copied at the call (fake_stream_work.h). */
@@ -257,13 +270,14 @@ static void run_matmul(void* work) {
   const int ta = ignore_trans ? 0 : m->desc.ta, tb = ignore_trans ? 0 : m->desc.tb;
   const uint64_t k = ta ? la->rows : la->cols;
   const int with_bias = m->desc.epilogue == EPILOGUE_BIAS && !env_on("FAKE_CUBLASLT_IGNORE_BIAS");
+  const int tf32 = m->desc.compute == COMPUTE_32F_FAST_TF32;
   for (int64_t batch = 0; batch < lc->batch; ++batch) {
     const int64_t base = batch * lc->batch_stride;
     for (uint64_t j = 0; j < lc->cols; ++j) {
       for (uint64_t i = 0; i < lc->rows; ++i) {
         float acc = 0;
         for (uint64_t p = 0; p < k; ++p) {
-          acc += at(m->A, la, batch, ta, i, p) * at(m->B, lb, batch, tb, p, j);
+          acc += at(m->A, la, batch, ta, i, p, tf32) * at(m->B, lb, batch, tb, p, j, tf32);
         }
         const int64_t index = base + (int64_t)(j * lc->ld + i);
         float v = m->alpha * acc;

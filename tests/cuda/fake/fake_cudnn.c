@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fake_stream_work.h"
+#include "fake_tf32.h"
 
 enum { OK = 0, BAD_PARAM = 2000, NOT_SUPPORTED = 3000 };
 enum { NCHW = 0, NHWC = 1 };
@@ -208,15 +209,6 @@ int cudnnGetConvolutionForwardWorkspaceSize(void* h, const void* x, const void* 
   return OK;
 }
 
-/* What a tensor core sees of a float32 input: 10 mantissa bits (TF32). */
-static float tf32(float v) {
-  unsigned int bits;
-  memcpy(&bits, &v, 4);
-  bits = (bits + 0x1000u) & ~0x1fffu;
-  memcpy(&v, &bits, 4);
-  return v;
-}
-
 /* The geometry of one direct convolution: 4-D sizes and element strides of
  * x, w (OIHW indexing) and y, and the convolution's parameters. */
 typedef struct {
@@ -249,7 +241,7 @@ static void direct_conv(const Direct* d, const float* x, const float* w, float* 
                 const float xv =
                     x[n * d->xs[0] + (g * cg + ch) * d->xs[1] + iy * d->xs[2] + ix * d->xs[3]];
                 const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
-                acc += as_tf32 ? tf32(xv) * tf32(wv) : xv * wv;
+                acc += as_tf32 ? fake_tf32_round(xv) * fake_tf32_round(wv) : xv * wv;
               }
           float* out = &y[n * d->ys[0] + k * d->ys[1] + oy * d->ys[2] + ox * d->ys[3]];
           *out = alpha * acc + (beta == 0.0f ? 0.0f : beta * *out);
@@ -298,7 +290,7 @@ static void direct_conv_backward_data(const Direct* d, const float* dy, const fl
                 if (oy >= d->yd[2] || ox >= d->yd[3]) continue;
                 const float yv = dy[n * d->ys[0] + k * d->ys[1] + oy * d->ys[2] + ox * d->ys[3]];
                 const float wv = w[k * ws[0] + ch * ws[1] + r * ws[2] + s * ws[3]];
-                acc += as_tf32 ? tf32(yv) * tf32(wv) : yv * wv;
+                acc += as_tf32 ? fake_tf32_round(yv) * fake_tf32_round(wv) : yv * wv;
               }
           float* out = &dx[n * d->xs[0] + c * d->xs[1] + iy * d->xs[2] + ix * d->xs[3]];
           *out = alpha * acc + (beta == 0.0f ? 0.0f : beta * *out);
