@@ -63,8 +63,9 @@ def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Pa
     options = dict(CPU_INFERENCE_OPTIONS)
     zoo = ZOO[name]()
     exported = torch.export.export(zoo.model, zoo.inputs, dynamic_shapes=zoo.dynamic_shapes)
-    # What `shimkit compile` does on the CPU before Inductor (antialiased resizing in its
-    # math form; attention and RNN cells kept), for both packages: the same program.
+    # What `shimkit compile` does on the CPU before Inductor (antialiased resizing, Fourier
+    # transforms and complex values in their math form; attention and RNN cells kept), for
+    # both packages: the same program.
     exported, _ = in_math_form(torch, exported, False, False)
     base = cache / f"{name}-{_digest(exported, options)}"
     prefixed = base.with_suffix(".pt2")

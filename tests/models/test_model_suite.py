@@ -81,6 +81,9 @@ FAMILY_SHIMS = {
     ],
     # Antialiased resizing becomes matrix products (compile's math form); the CNN convolves.
     "image_resize": ["aoti_torch_cpu_convolution"],
+    # FFTs become matrix products and complex values real pairs (compile's math form);
+    # Inductor writes the GRU's steps itself (mkldnn_rnn_layer is LSTM's).
+    "audio": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_mm_out"],
 }
 
 

@@ -494,6 +494,46 @@ class ImageResize(nn.Module):
         return x + back, half
 
 
+# --- audio: spectrograms and Fourier mixing --------------------------------------------
+
+
+class AudioNet(nn.Module):
+    """A keyword-spotting net over raw audio: a centred STFT (Hann window, reflect-padded),
+    its power through a mel filterbank and a log, a conv1d stack, FNet-style token mixing
+    (the real part of a 2-D FFT over time and channels) and a GRU; a second output filters
+    the signal in the frequency domain (rfft, a learned complex response built with
+    torch.polar, irfft). Every Fourier transform and complex value is rewritten by compile
+    into real arithmetic (shimkit.aot.fft): the slim shims have no complex dtypes."""
+
+    def __init__(self, n_fft: int = 128, mels: int = 24, c: int = 32, words: int = 10) -> None:
+        super().__init__()
+        self.n_fft, self.hop = n_fft, n_fft // 4
+        self.register_buffer("window", torch.hann_window(n_fft))
+        self.register_buffer("mel", torch.rand(n_fft // 2 + 1, mels) / n_fft)
+        self.conv = nn.Sequential(
+            nn.Conv1d(mels, c, 5, padding=2), nn.ReLU(), nn.Conv1d(c, c, 3, padding=1)
+        )
+        self.norm = nn.LayerNorm(c)
+        self.gru = nn.GRU(c, c, batch_first=True)
+        self.head = nn.Linear(c, words)
+        self.gain = nn.Parameter(torch.rand(65))
+        self.phase = nn.Parameter(torch.randn(65) * 0.1)
+
+    def forward(self, wav: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        spec = torch.stft(
+            wav, self.n_fft, self.hop, window=self.window, return_complex=True
+        )  # [B, n_fft / 2 + 1, frames], complex
+        power = spec.abs().pow(2).transpose(1, 2)  # [B, frames, bins]
+        features = torch.log(power @ self.mel + 1e-6).transpose(1, 2)
+        h = self.conv(features).transpose(1, 2)  # [B, frames, c]
+        h = self.norm(h + torch.fft.fft2(h).real * 0.05)  # FNet mixing
+        out, _ = self.gru(h)
+        logits = self.head(out[:, -1])
+        response = torch.polar(self.gain, self.phase)
+        filtered = torch.fft.irfft(torch.fft.rfft(wav[:, :128]) * response, n=128)
+        return logits, filtered
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -654,6 +694,11 @@ def _image_resize() -> ZooModel:
     )
 
 
+def _audio() -> ZooModel:
+    _seeded(27)
+    return ZooModel(AudioNet().eval(), (_randn(2, 2000),), more_inputs=[(_randn(2, 2000),)])
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -676,6 +721,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "detection": _detection,
     "video": _video,
     "image_resize": _image_resize,
+    "audio": _audio,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

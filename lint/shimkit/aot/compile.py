@@ -24,6 +24,7 @@ from typing import Any
 
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
+from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
@@ -260,13 +261,15 @@ def compile_exported(
 
 
 def in_math_form(
-    torch: ModuleType, exported: Any, attention: bool, rnn_cells: bool
+    torch: ModuleType, exported: Any, attention: bool, rnn_cells: bool, fft: bool = True
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
-    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`), and one note
-    per kind rewritten, saying so. 3-D grid sampling and antialiased resizing are always
-    rewritten where the installed torch has no C shim for them (`shimkit.aot.grid_sample`,
-    `shimkit.aot.antialias`): their blobs could not load otherwise."""
+    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
+    Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
+    slim targets need and torch's runner does not), and one note per kind rewritten, saying
+    so. 3-D grid sampling and antialiased resizing are always rewritten where the installed
+    torch has no C shim for them (`shimkit.aot.grid_sample`, `shimkit.aot.antialias`): their
+    blobs could not load otherwise."""
     notes = []
     exported, count = grid_sampler_3d_in_math_form(torch, exported)
     if count:
@@ -294,6 +297,14 @@ def in_math_form(
                 f"{count} GRU/LSTM cell call(s) compiled in their math form (Inductor generates "
                 "the kernels; torch's fused CUDA cells have no C shim)"
             )
+    if fft:
+        exported, count = fft_in_math_form(torch, exported)
+        if count:
+            notes.append(
+                f"{count} Fourier transform or complex-valued call(s) compiled in their math "
+                "form (DFTs as matrix products, complex values as real pairs; the slim shims "
+                "have no complex dtypes)"
+            )
     return exported, notes
 
 
@@ -311,11 +322,13 @@ def compile_model(
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
     compile_exported; `decompose_attention` and `decompose_rnn_cells`: those fallbacks in
-    their math form first, `in_math_form`)."""
+    their math form first, `in_math_form`; Fourier transforms too, unless for libtorch)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
-    exported, _ = in_math_form(torch, exported, decompose_attention, decompose_rnn_cells)
+    exported, _ = in_math_form(
+        torch, exported, decompose_attention, decompose_rnn_cells, fft=target != "libtorch"
+    )
     return compile_exported(
         exported,
         output,

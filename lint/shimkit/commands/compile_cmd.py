@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     attention = cuda if args.decompose_attention is None else args.decompose_attention
     # torch's runner has the fused CUDA RNN cells (through its proxy executor); slim runtimes not.
     rnn_cells = cuda and target != "libtorch"
-    exported, notes = in_math_form(torch, exported, attention, rnn_cells)
+    # Nor has a slim runtime complex dtypes (torch's runner has them and its FFTs).
+    exported, notes = in_math_form(torch, exported, attention, rnn_cells, fft=target != "libtorch")
     for note in notes:
         print(f"{source}: {note}")
     result = compile_exported(
