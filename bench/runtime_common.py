@@ -14,11 +14,16 @@ import numpy as np
 
 
 def extract_so(pt2: Path, out_dir: Path) -> Path:
-    """The blob of a one-blob .pt2, written to `out_dir/<pt2 stem>.so` (for torch's runner)."""
+    """The blob of a one-blob .pt2, written to `out_dir/<pt2 stem>.so` (for torch's runner),
+    with the proxy executor's op list beside it (`<pt2 stem>.json`, where torch's runner
+    looks) when the blob calls ops through libtorch's proxy executor."""
     with zipfile.ZipFile(pt2) as archive:
         member = next(n for n in archive.namelist() if n.endswith(".so"))
         path = out_dir / f"{pt2.stem}.so"
         path.write_bytes(archive.read(member))
+        ops = member[: -len(".so")] + ".json"
+        if ops in archive.namelist():
+            path.with_suffix(".json").write_bytes(archive.read(ops))
     return path
 
 

@@ -52,8 +52,12 @@ def _digest(exported: Any, options: dict[str, Any]) -> str:
     return digest.hexdigest()[:16]
 
 
-def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Package:
-    """Zoo model `name`, compiled prefixed (and unprefixed if asked), from cache if there."""
+def compiled_pair(
+    name: str, cache: Path = CACHE, unprefixed: bool = True, twin_as_exported: bool = False
+) -> Package:
+    """Zoo model `name`, compiled prefixed (and unprefixed if asked), from cache if there.
+    With `twin_as_exported` the unprefixed package is compiled from the program as exported,
+    as torch's runner would have it (no math forms: its own FFT kernels, for one)."""
     import torch
     from shimkit.aot.compile import compile_exported, in_math_form
     from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
@@ -65,11 +69,13 @@ def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Pa
     exported = torch.export.export(zoo.model, zoo.inputs, dynamic_shapes=zoo.dynamic_shapes)
     # What `shimkit compile` does on the CPU before Inductor (antialiased resizing, Fourier
     # transforms and complex values in their math form; attention and RNN cells kept), for
-    # both packages: the same program.
+    # both packages unless asked: the same program.
+    as_exported = exported
     exported, _ = in_math_form(torch, exported, False, False)
     base = cache / f"{name}-{_digest(exported, options)}"
     prefixed = base.with_suffix(".pt2")
-    twin = base.with_name(base.name + ".unprefixed.pt2")
+    twin_kind = "as-exported" if twin_as_exported else "unprefixed"
+    twin = base.with_name(f"{base.name}.{twin_kind}.pt2")
     tmp = base.with_name(f"{base.name}.tmp{os.getpid()}.pt2")
     if not prefixed.is_file():
         cache.mkdir(parents=True, exist_ok=True)
@@ -81,7 +87,9 @@ def compiled_pair(name: str, cache: Path = CACHE, unprefixed: bool = True) -> Pa
         cache.mkdir(parents=True, exist_ok=True)
         with torch.no_grad():
             torch._inductor.aoti_compile_and_package(
-                exported, package_path=str(tmp), inductor_configs=options
+                as_exported if twin_as_exported else exported,
+                package_path=str(tmp),
+                inductor_configs=options,
             )
         os.replace(tmp, twin)
     weights = sum(t.numel() * t.element_size() for t in zoo.model.state_dict().values())

@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.constants import fold_size_only_values
+
 # aten ops (by name, any overload) whose call makes complex values: the transforms (those
 # whose names do not start with "_" decompose into the three that do) and the
 # constructors.
@@ -55,7 +57,8 @@ def _scaled(pair: Pair, scale: float) -> Pair:
 
 def _dft_matrices(torch: ModuleType, n: int, m: int, like: Any) -> Pair:
     """cos and sin of 2 pi j k / n for j < n (rows) and k < m (columns), in `like`'s dtype on
-    its device. j k is reduced mod n in integers first, so large products lose no bits."""
+    its device (compile evaluates them once: `fold_size_only_values`). j k is reduced mod n
+    in integers first, so large products lose no bits."""
     j = torch.arange(n, dtype=torch.int64, device=like.device).unsqueeze(1)
     k = torch.arange(m, dtype=torch.int64, device=like.device).unsqueeze(0)
     angle = torch.remainder(j * k, n).to(torch.float64) * (2.0 * math.pi / n)
@@ -364,4 +367,5 @@ def fft_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     _drop_round_trips(torch, rewritten)
     if complex_values_left(rewritten):
         return exported, 0
+    fold_size_only_values(torch, rewritten, "shimkit_dft")
     return rewritten, len(calls)
