@@ -6,12 +6,12 @@
 them through libtorch's proxy executor, which slim runtimes lack, so compile refused such
 models. The op is linear and separable: each (n, c) plane is resized as Wh @ x @ Ww^T, with
 weight matrices that depend only on the sizes, align_corners and the scales. Compile
-rewrites each call into those two matrix products, the weights computed in the program
-from ATen's formula (UpSampleKernel.cpp: PIL's antialiasing filters, a triangle for
-bilinear and the a = -0.5 cubic for bicubic, stretched by the scale when downsampling,
-each row normalised to sum to one), and Inductor generates the kernels. Only calls whose
-spatial sizes are static are rewritten (the weights' shapes are those sizes); a program
-with another keeps the op, and compile's check names it.
+rewrites each call into those two matrix products, the weights computed in the program from
+ATen's formula (UpSampleKernel.cpp: PIL's antialiasing filters, a triangle for bilinear and
+the a = -0.5 cubic for bicubic, stretched by the scale when downsampling, each row
+normalised to sum to one; evaluated once, at compile: `fold_size_only_values`), and Inductor
+generates the kernels. Only calls whose spatial sizes are static are rewritten (the weights'
+shapes are those sizes); a program with another keeps the op, and compile's check names it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.constants import fold_size_only_values
 from shimkit.aot.torchenv import torch_has_c_shim
 
 # The ops and their taps per output element at scale 1 (ATen's interp_size).
@@ -131,4 +132,6 @@ def antialiased_resize_in_math_form(
     ]
     if not calls or not all(_is_static(node) for node in calls):
         return exported, 0
-    return exported.run_decompositions(table), len(calls)
+    rewritten = exported.run_decompositions(table)
+    fold_size_only_values(torch, rewritten, "shimkit_resize_weights")
+    return rewritten, len(calls)
