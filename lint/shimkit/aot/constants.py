@@ -18,12 +18,18 @@ from typing import Any
 MAX_FOLDED_BYTES = 16 << 20
 
 
+def _is_check(torch: ModuleType, node: Any) -> bool:
+    """A metadata assertion (export records one after a dtype conversion): of a size-only
+    value, it holds or fails at compile time, when the value is evaluated."""
+    return node.target == torch.ops.aten._assert_tensor_metadata.default
+
+
 def _size_only(torch: ModuleType, graph: Any) -> set[Any]:
     """The call nodes that read no input of the program (directly or through others), have
-    no side effects and draw no random numbers."""
+    no side effects but checks and draw no random numbers."""
     found: set[Any] = set()
     for node in graph.nodes:
-        if node.op != "call_function" or node.is_impure():
+        if node.op != "call_function" or (node.is_impure() and not _is_check(torch, node)):
             continue
         tags = getattr(node.target, "tags", ())
         if torch.Tag.nondeterministic_seeded in tags:
@@ -85,6 +91,8 @@ def fold_size_only_values(torch: ModuleType, exported: Any, prefix: str) -> int:
         )
         exported.constants[name] = value.clone()  # its own storage, the strides kept
         folded += 1
+    for node in [n for n in size_only if _is_check(torch, n)]:
+        graph.erase_node(node)  # evaluated above: it held
     graph.eliminate_dead_code()
     exported.graph_module.recompile()
     return folded
