@@ -233,3 +233,19 @@ def test_shimkit_compile_rewrites_for_slim_targets_only(
     assert main(argv) == 0
     assert "Fourier" not in capsys.readouterr().out
     assert any(name.endswith("aoti_torch_cpu__fft_r2c") for name in imports(tmp_path / "torch.pt2"))
+
+
+def test_a_failing_rewrite_leaves_the_program_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shimkit.aot import compile as aot_compile
+
+    def broken(torch: Any, exported: Any) -> Any:
+        raise RuntimeError("an op this torch decomposes otherwise\n\ntraceback ...")
+
+    monkeypatch.setattr(aot_compile, "fft_in_math_form", broken)
+    exported = torch.export.export(Program(lambda x: fft.rfft(x).abs()), (torch.randn(3, 20),))
+    same, notes = aot_compile.in_math_form(torch, exported, False, False)
+    assert same is exported
+    assert notes == [
+        "Fourier transforms left as they are (their math form failed: RuntimeError: an op "
+        "this torch decomposes otherwise)"
+    ]

@@ -298,7 +298,14 @@ def in_math_form(
                 "the kernels; torch's fused CUDA cells have no C shim)"
             )
     if fft:
-        exported, count = fft_in_math_form(torch, exported)
+        try:
+            exported, count = fft_in_math_form(torch, exported)
+        except Exception as exc:  # the program stays as it was; the check names its ops
+            count = 0
+            notes.append(
+                "Fourier transforms left as they are (their math form failed: "
+                f"{one_paragraph(exc, 300)})"
+            )
         if count:
             notes.append(
                 f"{count} Fourier transform or complex-valued call(s) compiled in their math "
