@@ -28,6 +28,10 @@ def _cell(value: Any, suffix: str = "") -> str:
     return "-" if value is None else f"{value}{suffix}"
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
 def table(summary: dict[str, Any]) -> str:
     lines = [
         f"{summary.get('date_utc', '?')} UTC, {summary.get('gpu', '?')}, {summary.get('cpu', '?')}",
@@ -55,6 +59,19 @@ def table(summary: dict[str, Any]) -> str:
             f"| {row.get('slim_matches_eager')} | {checks} |"
         )
     lines += ["", f"targets: {json.dumps(summary.get('targets'))}"]
+    rounds = {
+        "interleaved rounds, torch's default math": summary.get("interleaved"),
+        "interleaved rounds, TF32 matmuls on both sides": summary.get("interleaved_tf32_matmuls"),
+    }
+    for title, table_rows in rounds.items():
+        if table_rows:
+            lines += ["", f"{title}: slim replay us / torch runner us per round, median ratio"]
+            for name, row in table_rows.items():
+                lines.append(
+                    f"- {name}: {row.get('slim_us')} / {row.get('torch_us')}, "
+                    f"{_cell(_rounded(row.get('slim_vs_torch_median')), 'x')} "
+                    f"(math: {row.get('math')})"
+                )
     for key, profile in (summary.get("profiles") or {}).items():
         if profile:
             lines.append(
