@@ -327,8 +327,9 @@ class Recommender(nn.Module):
 
 class IndexOps(nn.Module):
     """scatter_reduce, scatter_add, index_reduce, cumprod, logcumsumexp, searchsorted,
-    bucketize, topk, the order statistics (kthvalue, mode, median, nanmedian) and a
-    histogram (histc) on a small projection of the input."""
+    bucketize, topk, the order statistics (kthvalue, mode, median, nanmedian, of the whole
+    tensor and along a dim: the latter in compile's math form) and a histogram (histc) on a
+    small projection of the input."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -348,10 +349,13 @@ class IndexOps(nn.Module):
         second = torch.kthvalue(y, 2, dim=1)
         common = torch.mode(torch.round(y * 2), dim=0)
         centred = y - y.median() + y.nanmedian()
+        rounded = torch.round(y * 2)  # ties
+        middle, nan_middle = rounded.median(dim=1), rounded.nanmedian(dim=0, keepdim=True)
         hist = torch.histc(torch.tanh(y), bins=5, min=-1.0, max=1.0)
         return (
             amax, mean, added, prod, *cum, *pos, top.values, top.indices, second.values,
-            second.indices, common.values, common.indices, centred, hist,
+            second.indices, common.values, common.indices, centred, hist, middle.values,
+            middle.indices, nan_middle.values, nan_middle.indices,
         )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ from shimkit.aot.inductor_options import (
     inductor_configs,
     unfreezable_calls,
 )
+from shimkit.aot.median import median_in_math_form
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
@@ -267,9 +268,9 @@ def in_math_form(
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not), and one note per kind rewritten, saying
-    so. 3-D grid sampling and antialiased resizing are always rewritten where the installed
-    torch has no C shim for them (`shimkit.aot.grid_sample`, `shimkit.aot.antialias`): their
-    blobs could not load otherwise."""
+    so. 3-D grid sampling, antialiased resizing and medians along a dim are always rewritten
+    where the installed torch has no C shim for them (`shimkit.aot.grid_sample`,
+    `shimkit.aot.antialias`, `shimkit.aot.median`): their blobs could not load otherwise."""
     notes = []
     exported, count = grid_sampler_3d_in_math_form(torch, exported)
     if count:
@@ -282,6 +283,12 @@ def in_math_form(
         notes.append(
             f"{count} antialiased resize call(s) compiled in their math form (this torch has "
             "no C shim for them; Inductor generates the kernels)"
+        )
+    exported, count = median_in_math_form(torch, exported)
+    if count:
+        notes.append(
+            f"{count} median/nanmedian call(s) along a dim compiled in their math form (a "
+            "stable sort; this torch has no C shim for them)"
         )
     if attention:
         exported, count = attention_in_math_form(torch, exported)
