@@ -56,6 +56,7 @@ SHIM_CORE_SOURCES = [
     "shims/shim_index.cpp",
     "shims/shim_ops_cpu.cpp",
     "shims/shim_pool.cpp",
+    "shims/shim_random.cpp",
     "shims/shim_rnn.cpp",
     "shims/shim_scan.cpp",
     "shims/shim_search.cpp",

@@ -209,6 +209,11 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle sel
                                                             AtenTensorHandle* ret0);
 
 // Histograms and volumetric grid sampling (shim_histogram.cpp, shim_grid_sample.cpp).
+// Random draws (shim_random.cpp): uniform integers in [low, high) into out,
+// from the process-wide generator that shimkit_shim_manual_seed seeds.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_randint_low_out(AtenTensorHandle out, int64_t low,
+                                                             int64_t high, const int64_t* size,
+                                                             int64_t size_len_);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self, int64_t bins, double min,
                                                    double max, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_grid_sampler_3d(
@@ -333,6 +338,11 @@ SHIMKIT_EXPORT int shimkit_shim_allow_stand_in(AtenTensorHandle constant);
 // opened for its GEMMs alone, ~4 MB of resident library pages next to
 // OpenBLAS, which the shims always hold (docs/runtime.md, "Memory").
 SHIMKIT_EXPORT int shimkit_shim_set_onednn_gemm(int enabled);
+
+// Not part of torch's ABI: seeds the generator random ops draw from (as
+// torch.manual_seed does torch's): after the same seed, a program's random
+// values repeat. Unseeded, it starts from SHIMKIT_SEED, else from entropy.
+SHIMKIT_EXPORT void shimkit_shim_manual_seed(uint64_t seed);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -156,6 +156,12 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
                                                           double alpha);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
                                                              AtenTensorHandle* ret0);
+// A CUDA program's seeds for its random ops: drawn on the host from the CPU
+// shims' generator (shimkit_shim_manual_seed), copied in; a host step of a
+// CUDA graph, so each replay draws anew.
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low,
+                                                              int64_t high, const int64_t* size,
+                                                              int64_t size_len_);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self, int64_t bins, double min,
                                                     double max, AtenTensorHandle* ret0);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_grid_sampler_3d(

@@ -1,7 +1,7 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
 // topk, the order statistics, embedding_bag, index_reduce, scatter_reduce,
 // large-window pooling, baddbmm, addbmm, nonzero, masked_select, cummax,
-// cummin, cdist, pdist, histc, grid_sampler_3d), run by their CPU
+// cummin, cdist, pdist, histc, grid_sampler_3d, the random ops' seeds), run by their CPU
 // shims on host copies of the device tensors (host_fallback.h), eagerly or
 // as host steps of a CUDA graph (all but nonzero and masked_select, whose
 // result sizes depend on the data). Inductor turns most index, scan, search
@@ -372,6 +372,16 @@ AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle ba
                         [=](const HostInputs& in, AtenTensorHandle* out) {
                           return aoti_torch_cpu_addbmm(in[2], in[0], in[1], beta, alpha, &out[0]);
                         });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low, int64_t high,
+                                               const int64_t* size, int64_t size_len_) {
+  return SHIMKIT_CUDA_GUARD({
+    const OwnedInts sizes(size, size_len_);
+    cu::on_host_into("randint", out, {}, [=](AtenTensorHandle host_out, const HostInputs&) {
+      return aoti_torch_cpu_randint_low_out(host_out, low, high, sizes.data(), sizes.size());
+    });
   });
 }
 

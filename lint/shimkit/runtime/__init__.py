@@ -11,6 +11,6 @@ CUDA runtime, not both (they export the same names).
 """
 
 from shimkit.runtime.blob import BlobSource, InputSpec, blob_device, read_blob
-from shimkit.runtime.model import Model, load
+from shimkit.runtime.model import Model, load, manual_seed
 
-__all__ = ["BlobSource", "InputSpec", "Model", "blob_device", "load", "read_blob"]
+__all__ = ["BlobSource", "InputSpec", "Model", "blob_device", "load", "manual_seed", "read_blob"]

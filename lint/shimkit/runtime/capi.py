@@ -108,6 +108,13 @@ class RuntimeLib:
         ]
         lib.shimkit_model_bench.restype = i
 
+    def manual_seed(self, seed: int) -> None:
+        """Seeds the shims' generator (random ops of the blobs this runtime runs)."""
+        shims = ctypes.CDLL(str(self.paths.shims))  # loaded already: the same handle
+        shims.shimkit_shim_manual_seed.argtypes = [ctypes.c_uint64]
+        shims.shimkit_shim_manual_seed.restype = None
+        shims.shimkit_shim_manual_seed(seed)
+
     def last_error(self) -> str:
         raw = self.lib.shimkit_last_error()
         return raw.decode("utf-8", "replace") if raw else "unknown error"

@@ -122,6 +122,7 @@ class CudaRuntime:
             "shimkit_cuda_set_cudnn_tf32": (None, [i32]),
             "shimkit_cuda_matmul_tf32": (i32, []),
             "shimkit_cuda_set_matmul_tf32": (None, [i32]),
+            "shimkit_shim_manual_seed": (None, [ctypes.c_uint64]),
         }
         for name, (restype, argtypes) in signatures.items():
             fn = getattr(lib, name)
@@ -187,6 +188,10 @@ class CudaRuntime:
     @matmul_tf32.setter
     def matmul_tf32(self, allowed: bool) -> None:
         self.lib.shimkit_cuda_set_matmul_tf32(int(allowed))
+
+    def manual_seed(self, seed: int) -> None:
+        """Seeds the generator of the blobs' random ops (their seeds are drawn on the host)."""
+        self.lib.shimkit_shim_manual_seed(seed)
 
     @property
     def math(self) -> str:

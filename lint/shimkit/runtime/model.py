@@ -380,3 +380,18 @@ def load(
     if graphs:
         raise ShimkitError(f"{path}: graphs=True replays CUDA graphs; it needs device='cuda'")
     return Model(source, variant=variant, lint=lint, config=config)
+
+
+def manual_seed(seed: int, device: str = "cpu") -> None:
+    """Seed the generator the random ops of blobs on `device`'s slim runtime draw from
+    (torch.rand, randn, ... inside a model; as torch.manual_seed does torch's): after the
+    same seed a model's random values repeat (they differ from torch's own). Unseeded, the
+    generator starts from $SHIMKIT_SEED, else from the system's entropy."""
+    from shimkit.runtime.cuda import cuda_runtime, parse_device
+
+    if not 0 <= seed < 2**64:
+        raise ShimkitError(f"manual_seed: the seed must be in [0, 2**64), got {seed}")
+    if parse_device(device) is None:
+        runtime_lib().manual_seed(seed)
+    else:
+        cuda_runtime().manual_seed(seed)
