@@ -579,13 +579,25 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         s.call(f"aoti_torch_{dev}_grid_sampler_3d", make(volume), make(grid), I64(0), I64(1),
                I32(0), ctypes.byref(warped))  # fmt: skip
         pooled += [counts, warped]
+        # Random draws over int64's range, as a program seeds its random ops: the same after
+        # the same seed, on the device and on the CPU.
+        s.lib.shimkit_shim_manual_seed(ctypes.c_uint64(3))
+        seeds = (
+            s.host(np.zeros(16, np.int64), I64_CODE)
+            if dev == "cpu"
+            else s.empty((16,), None, 0, I64_CODE)
+        )
+        s.call(f"aoti_torch_{dev}_randint_low_out", seeds, I64(-(2**63)), I64(2**63 - 1),
+               (I64 * 1)(16), I64(1))  # fmt: skip
+        drawn = s.numpy(seeds, np.int64, I64_CODE)
+        r[f"seeds_{dev}_distinct"] = len(set(drawn.tolist()))
         device = I32()
         s.call("aoti_torch_get_device_type", outs[0], ctypes.byref(device))
         r[f"embedding_bag_{dev}_device"] = device.value
         results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
                         s.numpy(peaks), s.numpy(peak_at), s.numpy(scored), s.numpy(nonzero),
                         s.numpy(selected), s.numpy(running), s.numpy(running_at),
-                        s.numpy(distances), *[s.numpy(h) for h in pooled]]  # fmt: skip
+                        s.numpy(distances), *[s.numpy(h) for h in pooled], drawn]  # fmt: skip
     r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)
