@@ -39,6 +39,7 @@ from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
+from shimkit.aot.sampling import multinomial_in_math_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
 from shimkit.checks.blob import blob_findings, describe, read_blob_image
@@ -268,9 +269,10 @@ def in_math_form(
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not), and one note per kind rewritten, saying
-    so. 3-D grid sampling, antialiased resizing and medians along a dim are always rewritten
-    where the installed torch has no C shim for them (`shimkit.aot.grid_sample`,
-    `shimkit.aot.antialias`, `shimkit.aot.median`): their blobs could not load otherwise."""
+    so. 3-D grid sampling, antialiased resizing, medians along a dim and multinomial
+    sampling are always rewritten where the installed torch has no C shim for them
+    (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`): their blobs could not
+    load otherwise."""
     notes = []
     exported, count = grid_sampler_3d_in_math_form(torch, exported)
     if count:
@@ -289,6 +291,12 @@ def in_math_form(
         notes.append(
             f"{count} median/nanmedian call(s) along a dim compiled in their math form (a "
             "stable sort; this torch has no C shim for them)"
+        )
+    exported, count = multinomial_in_math_form(torch, exported)
+    if count:
+        notes.append(
+            f"{count} multinomial call(s) compiled in their math form (Gumbel-max over the "
+            "runtime's random draws; this torch has no C shim for it)"
         )
     if attention:
         exported, count = attention_in_math_form(torch, exported)
