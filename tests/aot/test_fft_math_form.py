@@ -249,3 +249,18 @@ def test_a_failing_rewrite_leaves_the_program_with_a_note(monkeypatch: pytest.Mo
         "Fourier transforms left as they are (their math form failed: RuntimeError: an op "
         "this torch decomposes otherwise)"
     ]
+
+
+@pytest.mark.parametrize("n", [400, 2048, 97, 120])
+def test_long_transforms_in_two_steps_match_torch(n: int) -> None:
+    # 400 = 20 x 20, 2048 = 32 x 64 and 120 = 10 x 12 run in two steps (Cooley-Tukey: two
+    # products and the twiddle factors); 97, a prime, in one product.
+    from shimkit.aot.fft import _split, fft_in_math_form
+
+    assert (_split(n) is None) == (n == 97)
+    torch.manual_seed(n)
+    x = torch.randn(3, n, 2, dtype=torch.float64)
+    program = Program(lambda x: torch.view_as_real(fft.rfft(x, dim=1, norm="ortho")))
+    rewritten, count = fft_in_math_form(torch, torch.export.export(program, (x,)))
+    assert count == 1
+    assert torch.allclose(rewritten.module()(x), program(x), rtol=0, atol=1e-12)
