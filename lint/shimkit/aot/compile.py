@@ -273,45 +273,26 @@ def in_math_form(
     sampling are always rewritten where the installed torch has no C shim for them
     (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`): their blobs could not
     load otherwise."""
+    rewrites = [
+        (True, grid_sampler_3d_in_math_form, "grid_sampler_3d call(s) compiled in their math "
+         "form (this torch has no C shim for it; Inductor generates the kernel)"),
+        (True, antialiased_resize_in_math_form, "antialiased resize call(s) compiled in their "
+         "math form (this torch has no C shim for them; Inductor generates the kernels)"),
+        (True, median_in_math_form, "median/nanmedian call(s) along a dim compiled in their "
+         "math form (a stable sort; this torch has no C shim for them)"),
+        (True, multinomial_in_math_form, "multinomial call(s) compiled in their math form "
+         "(Gumbel-max over the runtime's random draws; this torch has no C shim for it)"),
+        (attention, attention_in_math_form, "scaled_dot_product_attention call(s) compiled in "
+         "their math form (Inductor generates the kernels; no attention fallback shim)"),
+        (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
+         "(Inductor generates the kernels; torch's fused CUDA cells have no C shim)"),
+    ]  # fmt: skip
     notes = []
-    exported, count = grid_sampler_3d_in_math_form(torch, exported)
-    if count:
-        notes.append(
-            f"{count} grid_sampler_3d call(s) compiled in their math form (this torch has no "
-            "C shim for it; Inductor generates the kernel)"
-        )
-    exported, count = antialiased_resize_in_math_form(torch, exported)
-    if count:
-        notes.append(
-            f"{count} antialiased resize call(s) compiled in their math form (this torch has "
-            "no C shim for them; Inductor generates the kernels)"
-        )
-    exported, count = median_in_math_form(torch, exported)
-    if count:
-        notes.append(
-            f"{count} median/nanmedian call(s) along a dim compiled in their math form (a "
-            "stable sort; this torch has no C shim for them)"
-        )
-    exported, count = multinomial_in_math_form(torch, exported)
-    if count:
-        notes.append(
-            f"{count} multinomial call(s) compiled in their math form (Gumbel-max over the "
-            "runtime's random draws; this torch has no C shim for it)"
-        )
-    if attention:
-        exported, count = attention_in_math_form(torch, exported)
-        if count:
-            notes.append(
-                f"{count} scaled_dot_product_attention call(s) compiled in their math form "
-                "(Inductor generates the kernels; no attention fallback shim)"
-            )
-    if rnn_cells:
-        exported, count = rnn_cells_in_math_form(torch, exported)
-        if count:
-            notes.append(
-                f"{count} GRU/LSTM cell call(s) compiled in their math form (Inductor generates "
-                "the kernels; torch's fused CUDA cells have no C shim)"
-            )
+    for wanted, rewrite, what in rewrites:
+        if wanted:
+            exported, count = rewrite(torch, exported)
+            if count:
+                notes.append(f"{count} {what}")
     if fft:
         try:
             exported, count = fft_in_math_form(torch, exported)
