@@ -8,17 +8,20 @@ no complex dtypes, so compile refused such models (an STFT log-mel front end, fo
 
 For the slim targets compile rewrites every such op before Inductor sees the program:
 - a discrete Fourier transform along a dim of n points is a product with the n x m matrices
-  cos(2 pi j k / n) and sin(2 pi j k / n), computed in the program from the sizes (constants
-  once the weights are frozen), with torch's normalisation (none, 1/sqrt(n) or 1/n), m the
-  output's points (n // 2 + 1 for the one-sided transforms of real input);
-- every complex value is carried as a real tensor with a trailing dim of 2 (the layout of
-  `view_as_real`: real and imaginary parts), through the ops in `COMPLEX_OPS`.
-The products are O(n^2) per transform where an FFT is O(n log n): right for the frame sizes
-of audio front ends (n_fft of a few hundred), slower than libtorch's FFT for long signals.
+  cos(2 pi j k / n) and sin(2 pi j k / n), with torch's normalisation (none, 1/sqrt(n) or
+  1/n), m the output's points (n // 2 + 1 for the one-sided transforms of real input); a
+  real transform of n = n1 n2 points (n1 >= MIN_FACTOR) runs in two steps, as Cooley and
+  Tukey split it (two products and the twiddle factors);
+- every complex value is carried as a pair of real tensors of its shape (real and
+  imaginary parts) through the ops `_complex_ops` knows.
+The matrices depend on sizes alone: compile evaluates them once (`fold_size_only_values`).
+The products cost O(n (n1 + n2)) per real transform (O(n^2) for the others) where an FFT is
+O(n log n): faster than torch's runner for audio frames of a few hundred points, slower for
+long signals (docs/benchmarks.md).
 
 A program is rewritten only if, afterwards, no complex value is left in it: one that returns
-a complex tensor, or hands one to an op not in `COMPLEX_OPS`, is left as it was, and
-compile's check names its fallbacks.
+a complex tensor, transforms along a dynamic size, or hands a complex value to an op
+`_complex_ops` does not know, is left as it was, and compile's check names its fallbacks.
 """
 
 from __future__ import annotations
