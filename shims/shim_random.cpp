@@ -31,12 +31,15 @@ class Generator {
     engine_.seed(value);
   }
 
-  // Uniform over [low, high) (high > low), the whole int64 range included.
-  int64_t uniform(int64_t low, int64_t high) {
+  // Hands `for_each` a function that draws uniformly over [low, high) (high >
+  // low, the whole int64 range included); it calls it once per element. One
+  // lock and one distribution for the whole tensor: its draws are consecutive.
+  template <typename ForEach>
+  void draw_each(int64_t low, int64_t high, ForEach&& for_each) {
     const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
     std::uniform_int_distribution<uint64_t> offset(0, span - 1);
     std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<int64_t>(static_cast<uint64_t>(low) + offset(engine_));
+    for_each([&] { return static_cast<int64_t>(static_cast<uint64_t>(low) + offset(engine_)); });
   }
 
  private:
@@ -57,8 +60,9 @@ Generator& generator() {
 template <typename T>
 void fill_uniform(SlimTensor& out, int64_t low, int64_t high) {
   T* data = static_cast<T*>(out.data_ptr());
-  for_each_offset(
-      out, [&](int64_t offset) { data[offset] = static_cast<T>(generator().uniform(low, high)); });
+  generator().draw_each(low, high, [&](auto draw) {
+    for_each_offset(out, [&](int64_t offset) { data[offset] = static_cast<T>(draw()); });
+  });
 }
 
 void randint_into(SlimTensor& out, int64_t low, int64_t high, const int64_t* size,
