@@ -52,8 +52,20 @@ def test_large_values_stay_computed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     exported = torch.export.export(Program(), (torch.randn(3, 8),))
     monkeypatch.setattr(constants, "MAX_FOLDED_BYTES", 8 * 8 * 4 - 1)
+    evaluated: list[Any] = []
+    evaluate = constants._evaluate
+    monkeypatch.setattr(
+        constants, "_evaluate", lambda *args: evaluated.append(args[2]) or evaluate(*args)
+    )
     assert constants.fold_size_only_values(torch, exported, "folded") == 0
     assert "aten.cos.default" in call_targets(exported) and not exported.constants
+    assert not evaluated  # judged by its recorded size: never computed at compile
+    # Control: under the cap it is computed, and only what it needs (not the random draw).
+    monkeypatch.setattr(constants, "MAX_FOLDED_BYTES", 8 * 8 * 4)
+    assert constants.fold_size_only_values(torch, exported, "folded") == 1
+    (nodes,) = evaluated
+    assert "aten.cos.default" in {str(n.target) for n in nodes}
+    assert "aten.rand.default" not in {str(n.target) for n in nodes}
 
 
 def test_nothing_to_fold_leaves_the_program() -> None:

@@ -39,6 +39,28 @@ def _size_only(torch: ModuleType, graph: Any) -> set[Any]:
     return found
 
 
+def _foldable(torch: ModuleType, node: Any) -> bool:
+    """A tensor of at most MAX_FOLDED_BYTES, judged by its recorded (fake) value."""
+    value = node.meta.get("val")
+    if not isinstance(value, torch.Tensor):
+        return False
+    try:
+        return int(value.numel()) * value.element_size() <= MAX_FOLDED_BYTES
+    except (TypeError, RuntimeError):  # a symbolic size: not a constant
+        return False
+
+
+def _with_ancestors(nodes: list[Any]) -> set[Any]:
+    found: set[Any] = set()
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if node not in found:
+            found.add(node)
+            pending.extend(node.all_input_nodes)
+    return found
+
+
 def _evaluate(torch: ModuleType, graph: Any, nodes: set[Any]) -> dict[Any, Any]:
     values: dict[Any, Any] = {}
     for node in graph.nodes:
@@ -56,10 +78,21 @@ def fold_size_only_values(torch: ModuleType, exported: Any, prefix: str) -> int:
 
     graph = exported.graph_module.graph
     size_only = _size_only(torch, graph)
-    used = [n for n in size_only if any(user not in size_only for user in n.users)]
+    used = [
+        n
+        for n in graph.nodes  # in the graph's order: the constants' names are stable
+        if n in size_only and any(user not in size_only for user in n.users) and _foldable(torch, n)
+    ]
     if not used:
         return 0
-    values = _evaluate(torch, graph, size_only)
+    # Only what the folded values need is evaluated, and the checks of those values.
+    needed = _with_ancestors(used)
+    checks = [
+        n
+        for n in graph.nodes
+        if n in size_only and _is_check(torch, n) and all(a in needed for a in n.all_input_nodes)
+    ]
+    values = _evaluate(torch, graph, needed | set(checks))
     specs = exported.graph_signature.input_specs
     first_input = next(
         (i for i, spec in enumerate(specs) if spec.kind == InputKind.USER_INPUT), len(specs)
@@ -75,10 +108,6 @@ def fold_size_only_values(torch: ModuleType, exported: Any, prefix: str) -> int:
     folded = 0
     for node in used:
         value = values[node]
-        if not isinstance(value, torch.Tensor) or (
-            value.numel() * value.element_size() > MAX_FOLDED_BYTES
-        ):
-            continue
         name = next(f"{prefix}_{i}" for i in range(len(taken) + 1) if f"{prefix}_{i}" not in taken)
         taken.add(name)
         with graph.inserting_before(anchor):
@@ -91,7 +120,7 @@ def fold_size_only_values(torch: ModuleType, exported: Any, prefix: str) -> int:
         )
         exported.constants[name] = value.clone()  # its own storage, the strides kept
         folded += 1
-    for node in [n for n in size_only if _is_check(torch, n)]:
+    for node in checks:
         graph.erase_node(node)  # evaluated above: it held
     graph.eliminate_dead_code()
     exported.graph_module.recompile()
