@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,7 @@ def table(summary: dict[str, Any]) -> str:
                     f"{_cell(_rounded(row.get('slim_vs_torch_median')), 'x')} "
                     f"(math: {row.get('math')})"
                 )
+    rounds = summary.get("interleaved") or {}
     for key, profile in (summary.get("profiles") or {}).items():
         if profile:
             lines.append(
@@ -79,6 +81,14 @@ def table(summary: dict[str, Any]) -> str:
                 f"({profile.get('kernels_per_run')} of them), {profile.get('device_us_per_run')} "
                 "us with copies"
             )
+            torch_us = (rounds.get(profile.get("model")) or {}).get("torch_us")
+            if profile.get("side") == "slim" and torch_us and profile.get("device_us_per_run"):
+                # A replay cannot take less than its kernels: the lowest ratio these kernels allow.
+                floor = profile["device_us_per_run"] / statistics.median(torch_us)
+                lines.append(
+                    f"  the floor for {profile['model']}'s replay with these kernels: "
+                    f"{floor:.2f}x torch's runner (its median over the rounds at torch's math)"
+                )
     for name, row in (summary.get("table") or {}).items():
         problems = {k: row[k] for k in ("closure_error", "lint_error", "errors") if row.get(k)}
         if problems:
