@@ -256,6 +256,10 @@ def zoo_row(exp: Experiment, name: str) -> dict[str, object]:
             (r.get("input_shapes"), r.get("match"), r.get("max_rel_diff"))
             for r in result.get("runs", [])
         ],
+        # Which outputs differ, where any does (True, False or a difference per output).
+        "outputs_of_differing_runs": [
+            r.get("outputs") for r in result.get("runs", []) if not r.get("match")
+        ],
         "math_form": result.get("math_form"),
         "conv_on_cudnn_host": result.get("conv_on_cudnn_host"),
         "timing": result.get("timing"),
@@ -345,6 +349,11 @@ def main() -> int:
         help="zoo models also run with CUDA-graph replay and timed against torch's runner, "
         "one at a time on a quiet machine (after the issue's models)",
     )
+    parser.add_argument(
+        "--random",
+        action="store_true",
+        help="also compile and run random ops and torch.multinomial on CUDA (step_random.py)",
+    )
     args = parser.parse_args()
     out = args.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -405,6 +414,11 @@ def main() -> int:
         # Correctness only: they may share the machine with the compiles.
         jobs[f"zoo_{name}"] = (
             [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"), name, str(blobs)],
+            compile_env,
+        )
+    if args.random:
+        jobs["random"] = (
+            [py, str(GPU / "step_random.py"), str(out / "random.json"), str(blobs)],
             compile_env,
         )
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -501,8 +515,10 @@ def main() -> int:
     summary["controls"] = get(exp.result("slim_mlp"), "controls")
     summary["zoo"] = {name: zoo_row(exp, name) for name in zoo}
     summary["cudnn_check"] = exp.steps.get("cudnn_check")
+    if args.random:
+        summary["random"] = {"result": exp.result("random"), "step": exp.steps.get("random")}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    printed = ("table", "targets", "interleaved", "interleaved_tf32_matmuls", "zoo")
+    printed = ("table", "targets", "interleaved", "interleaved_tf32_matmuls", "zoo", "random")
     print(json.dumps({k: summary[k] for k in printed if k in summary}, indent=1))
     return 0
 
