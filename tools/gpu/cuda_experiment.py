@@ -4,6 +4,7 @@
                                                  [--reuse-blobs DIR] [--rounds N]
                                                  [--tf32-rounds N] [--baseline-tree DIR]
                                                  [--zoo [a,b,...]] [--zoo-timed a,b,...]
+                                                 [--random]
 
 For ResNet-18, MobileNetV3-small, a 2-layer BERT, an LSTM, an MLP, a GPT-2-like decoder
 and a TransformerEncoder (tools/gpu/cuda_models.py) it measures, in one run and on the
