@@ -122,6 +122,26 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, At
 SHIMKIT_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
                                                             AtenTensorHandle* ret_dst);
 
+// The value of a one-element tensor of any device and dtype, converted to the
+// function's type as torch's Tensor::item<T> does (a program reads a size from
+// its data this way: torch.bincount's length, a .item() in the model). A CUDA
+// tensor's value is copied to the host, which waits for the stream. float16 and
+// bfloat16 are returned as their bits (c10::Half and c10::BFloat16 are those).
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, uint16_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_float32(AtenTensorHandle tensor, float* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_float64(AtenTensorHandle tensor, double* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_uint8(AtenTensorHandle tensor, uint8_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_uint16(AtenTensorHandle tensor, uint16_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_uint32(AtenTensorHandle tensor, uint32_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_uint64(AtenTensorHandle tensor, uint64_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_int8(AtenTensorHandle tensor, int8_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_int16(AtenTensorHandle tensor, int16_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_int32(AtenTensorHandle tensor, int32_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_int64(AtenTensorHandle tensor, int64_t* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret_value);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor,
+                                                       uint16_t* ret_value);
+
 // Fallback ops the CPU test models need.
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat1, AtenTensorHandle mat2,

@@ -4,11 +4,14 @@
 // (slim_tensor.h), so the CPU and CUDA libraries compile this file as it is.
 // Names are renamed to the private ABI by the header.
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "shims/scalar_types.h"
 #include "shims/shim_internal.h"
 
 namespace shimkit {
@@ -37,6 +40,57 @@ AOTITorchError read_attribute(const char* function, AtenTensorHandle tensor, T* 
     check_out(ret);
     *ret = read(as_tensor(tensor));
   });
+}
+
+// The value of one-element `t` as a C++ value of its own type's compute type
+// (float for float16/bfloat16), read on the host, handed to `use`.
+template <typename Use>
+void with_item(const SlimTensor& t, Use&& use) {
+  if (t.numel() != 1) {
+    throw ShimError("item of a tensor of " + std::to_string(t.numel()) +
+                    " elements (only one-element tensors have an item)");
+  }
+  const std::vector<int64_t> ones(static_cast<size_t>(t.dim()), 1);  // t's shape
+  SlimTensor host = SlimTensor::empty(ones.data(), ones.data(), t.dim(), t.dtype(), dev::kCPU, 0);
+  shimkit::copy_tensor(host, t);  // the device's value, on the host
+  if (t.dtype() == dt::kBool) {
+    use(*static_cast<const uint8_t*>(host.data_ptr()) != 0);
+    return;
+  }
+  shimkit::dispatch_numeric(t.dtype(), "item", [&](auto tag) {
+    using T = decltype(tag);
+    use(shimkit::Scalar<T>::load(static_cast<const T*>(host.data_ptr())));
+  });
+}
+
+// Guarded as `function`: *ret = t.item() converted to R (store: how R is
+// written, for float16/bfloat16 bits).
+template <typename R, typename Store>
+AOTITorchError read_item(const char* function, AtenTensorHandle tensor, R* ret, Store store) {
+  return shimkit::guard(function, [&]() {
+    check_out(ret);
+    with_item(as_tensor(tensor), [&](auto value) { *ret = store(value); });
+  });
+}
+
+// `value` as R; as torch's checked conversion, an integer R must hold it.
+template <typename R, typename V>
+R item_as(V value) {
+  if constexpr (std::is_integral_v<R> && !std::is_same_v<R, bool>) {
+    // long double holds every value of the 64-bit integers exactly.
+    const auto v = static_cast<long double>(value);
+    if (!(v >= static_cast<long double>(std::numeric_limits<R>::min()) &&
+          v <= static_cast<long double>(std::numeric_limits<R>::max()))) {
+      throw ShimError("item: the value " + std::to_string(static_cast<double>(value)) +
+                      " does not fit the integer type asked for");
+    }
+  }
+  return static_cast<R>(value);
+}
+
+template <typename R>
+AOTITorchError read_item(const char* function, AtenTensorHandle tensor, R* ret) {
+  return read_item(function, tensor, ret, [](auto value) { return item_as<R>(value); });
 }
 
 // Dimension `d` of `t`, negative counting from the end; throws when out of range.
@@ -359,6 +413,35 @@ AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int
 
 AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst) {
   return aoti_torch_copy_(dst, src, 0);
+}
+
+#define SHIMKIT_ITEM(name, type)                                                    \
+  AOTITorchError aoti_torch_item_##name(AtenTensorHandle tensor, type* ret_value) { \
+    return read_item("aoti_torch_item_" #name, tensor, ret_value);                  \
+  }
+SHIMKIT_ITEM(float32, float)
+SHIMKIT_ITEM(float64, double)
+SHIMKIT_ITEM(uint8, uint8_t)
+SHIMKIT_ITEM(uint16, uint16_t)
+SHIMKIT_ITEM(uint32, uint32_t)
+SHIMKIT_ITEM(uint64, uint64_t)
+SHIMKIT_ITEM(int8, int8_t)
+SHIMKIT_ITEM(int16, int16_t)
+SHIMKIT_ITEM(int32, int32_t)
+SHIMKIT_ITEM(int64, int64_t)
+SHIMKIT_ITEM(bool, bool)
+#undef SHIMKIT_ITEM
+
+AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, uint16_t* ret_value) {
+  return read_item("aoti_torch_item_float16", tensor, ret_value, [](auto value) {
+    return shimkit::float_to_half_bits(static_cast<float>(value));
+  });
+}
+
+AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, uint16_t* ret_value) {
+  return read_item("aoti_torch_item_bfloat16", tensor, ret_value, [](auto value) {
+    return shimkit::float_to_bf16_bits(static_cast<float>(value));
+  });
 }
 
 AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst) {
