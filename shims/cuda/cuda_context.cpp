@@ -257,6 +257,12 @@ void synchronize(int32_t device_index) {
 
 void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, bool sync) {
   if (bytes == 0) return;
+  if (sync && capturing()) {
+    // Waiting for a capturing stream is an error in CUDA; say what asked for it.
+    throw ShimError(
+        "the run reads a device value on the host (a size from the data, an .item()): it waits "
+        "for the stream, which a CUDA graph cannot capture");
+  }
   const Runtime& rt = require_runtime();
   Stream s = current_stream(device_index);
   check(rt.memcpy_async(dst, src, bytes, kMemcpyDefault, s), "cudaMemcpyAsync");

@@ -71,7 +71,8 @@ bool is_dense(const SlimTensor& t);
 void copy_device(const SlimTensor& dst, const SlimTensor& src);
 
 // Copies `bytes` between any two addresses (unified addressing) on the
-// current stream of `device_index`, synchronously when `sync`.
+// current stream of `device_index`, synchronously when `sync` (an error under
+// a graph capture, which cannot wait).
 void memcpy_any(void* dst, const void* src, size_t bytes, int32_t device_index, bool sync);
 // A host tensor with t's sizes, strides and dtype over `storage` (at least
 // span_elements(t) elements).

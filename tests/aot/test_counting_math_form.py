@@ -1,12 +1,14 @@
-"""bincount in its math form (shimkit.aot.counting).
+"""bincount, unique and unique_consecutive in their math form (shimkit.aot.counting).
 
-No torch has a C shim for `aten.bincount`, whose output length depends on the data, so a
-model with `torch.bincount` compiled into a blob that needs libtorch's proxy executor.
-Compile now rewrites each call into the length read from the data, zeros and a scatter-add.
-Here: the counts and weighted sums against torch (with and without weights of each dtype,
-minlength above and below the data's range, an empty input, a dynamic length), ATen's
-result dtypes, the rewrite leaves no bincount (control: as exported there is), an op torch
-has a shim for is left alone, and a compiled model runs on the slim CPU runtime, its output
+No torch has a C shim for `aten.bincount`, `aten._unique2` or `aten.unique_consecutive`,
+whose output lengths depend on the data, so a model with them compiled into a blob that
+needs libtorch's proxy executor. Compile now rewrites each call. Here: bincount's counts and
+weighted sums against torch (with and without weights of each dtype, minlength above and
+below the data's range, an empty input, a dynamic length) in ATen's result dtypes; unique's
+and unique_consecutive's values, inverse and counts against torch (ties, NaNs, bools, an
+empty input, every combination of outputs asked for); the rewrite leaves none of those ops
+(control: as exported there are), unique_consecutive along a dim is left alone, an op torch
+has a shim for is left alone, and a compiled model runs on the slim CPU runtime, its outputs
 as long as each input's data asks (control: without the rewrite, compile refuses it, naming
 the op).
 """
@@ -29,17 +31,24 @@ class Counts(torch.nn.Module):
         return torch.bincount(x, minlength=self.minlength), torch.bincount(x, w, self.minlength)
 
 
-def bincount_calls(exported: Any) -> list[str]:
-    return [str(n.target) for n in exported.graph.nodes if "bincount" in str(n.target)]
+COUNTING_OPS = ("bincount", "unique")
+
+
+def counting_calls(exported: Any) -> list[str]:
+    return [
+        str(n.target)
+        for n in exported.graph.nodes
+        if any(op in str(n.target) for op in COUNTING_OPS)
+    ]
 
 
 def rewritten(model: Any, inputs: tuple[Any, ...], **export: Any) -> Any:
-    from shimkit.aot.counting import bincount_in_math_form
+    from shimkit.aot.counting import counting_in_math_form
 
     exported = torch.export.export(model, inputs, **export)
-    assert bincount_calls(exported)  # control: as exported
-    out, count = bincount_in_math_form(torch, exported, only_without_shim=False)
-    assert count == len(bincount_calls(exported)) and bincount_calls(out) == []
+    assert counting_calls(exported)  # control: as exported
+    out, count = counting_in_math_form(torch, exported, only_without_shim=False)
+    assert count == len(counting_calls(exported)) and counting_calls(out) == []
     return out.module()
 
 
@@ -76,20 +85,77 @@ def test_empty_input_and_dynamic_length() -> None:
         assert torch.allclose(g, e)
 
 
+class Distinct(torch.nn.Module):
+    def __init__(self, inverse: bool, counts: bool) -> None:
+        super().__init__()
+        self.inverse, self.counts = inverse, counts
+
+    def forward(self, x: Any) -> Any:
+        unique = torch.ops.aten._unique2(x, True, self.inverse, self.counts)
+        runs = torch.ops.aten.unique_consecutive(x, self.inverse, self.counts)
+        return (*unique, *runs)
+
+
+def assert_same(got: tuple[Any, ...], want: tuple[Any, ...]) -> None:
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+        assert torch.equal(g, w) or torch.allclose(g, w, equal_nan=True), (g, w)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("counts", [False, True])
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.tensor([[3, 1, 3], [2, 2, 7]]),
+        torch.tensor([1.5, float("nan"), 1.5, float("nan"), -0.0, 0.0]),
+        torch.tensor([True, False, True, True]),
+        torch.tensor([4, 4, 4, 4]),
+    ],
+)
+def test_unique_matches_torch(x: Any, inverse: bool, counts: bool) -> None:
+    model = Distinct(inverse, counts)
+    assert_same(rewritten(model, (x,))(x), model(x))
+
+
+def test_unique_of_other_data_and_empty_input() -> None:
+    model = Distinct(True, True)
+    module = rewritten(model, (torch.tensor([5, 1, 5, 2, 9, 9]),))
+    for data in ([0, 0, 0, 0, 0, 0], [6, 5, 4, 3, 2, 1], [1, 2, 1, 2, 1, 2]):
+        x = torch.tensor(data)
+        assert_same(module(x), model(x))
+    empty = torch.zeros(0)
+    assert_same(rewritten(model, (empty,))(empty), model(empty))
+
+
+def test_unique_consecutive_along_a_dim_is_left_alone() -> None:
+    from shimkit.aot.counting import counting_in_math_form
+
+    class Rows(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            return torch.unique_consecutive(x, dim=0), torch.bincount(x.flatten())
+
+    exported = torch.export.export(Rows(), (torch.tensor([[1, 2], [1, 2], [3, 4]]),))
+    out, count = counting_in_math_form(torch, exported, only_without_shim=False)
+    assert count == 1
+    assert counting_calls(out) == ["aten.unique_consecutive.default"]
+
+
 def test_left_alone_where_torch_has_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:
     from shimkit.aot import counting
 
     x, w = torch.tensor([1, 2]), torch.ones(2)
     exported = torch.export.export(Counts(0), (x, w))
     monkeypatch.setattr(counting, "torch_has_c_shim", lambda name: True)
-    same, count = counting.bincount_in_math_form(torch, exported)
+    same, count = counting.counting_in_math_form(torch, exported)
     assert count == 0 and same is exported
     monkeypatch.setattr(counting, "torch_has_c_shim", lambda name: False)
-    assert counting.bincount_in_math_form(torch, exported)[1] == 2
+    assert counting.counting_in_math_form(torch, exported)[1] == 2
 
 
 class TokenHistogram(torch.nn.Module):
-    """A bag-of-tokens feature: how often each token occurs, weighted by a learned score."""
+    """A bag-of-tokens feature: how often each token occurs, weighted by a learned score, and
+    the distinct tokens with their counts."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -97,7 +163,8 @@ class TokenHistogram(torch.nn.Module):
 
     def forward(self, tokens: Any) -> Any:
         weights = torch.sigmoid(self.score(tokens)).squeeze(-1)
-        return torch.bincount(tokens, weights, minlength=8) * 2, torch.bincount(tokens)
+        vocabulary, counts = torch.unique(tokens, return_counts=True)
+        return torch.bincount(tokens, weights, minlength=8) * 2, vocabulary, counts
 
 
 @pytest.mark.slow
@@ -117,8 +184,8 @@ def test_compiled_math_form_runs_on_the_slim_runtime(
     inputs = (torch.tensor([3, 1, 3, 12, 0, 5]),)
     run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "hist.pt2")
     assert run.notes == [
-        "2 bincount call(s) compiled in their math form (the length read from the data, a "
-        "scatter-add; this torch has no C shim for it)"
+        "2 bincount/unique call(s) compiled in their math form (sizes read from the data; "
+        "this torch has no C shim for them)"
     ]
     assert any(name.endswith("aoti_torch_item_int64") for name in run.imports)
     assert not any("proxy_executor" in name for name in run.imports)
@@ -135,5 +202,5 @@ def test_compiled_math_form_runs_on_the_slim_runtime(
     monkeypatch.setattr(counting, "torch_has_c_shim", lambda name: True)
     exported, notes = in_math_form(torch, torch.export.export(model, inputs), False, False)
     assert notes == []
-    with pytest.raises(ShimkitError, match=r"bincount"):
+    with pytest.raises(ShimkitError, match=r"bincount.*_unique2|_unique2.*bincount"):
         compile_exported(exported, tmp_path / "raw.pt2", force=True, show_progress=False)

@@ -377,6 +377,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
         return v
 
     inputs(np.array([1, 3], dtype=np.int64))
+    count = s.device(np.array([5], dtype=np.int64), dtype=I64_CODE)  # a size in the data
     syncs, host_allocs = counter("sync"), counter("host_alloc")
     pool = ctypes.c_uint64()
     assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
@@ -393,6 +394,11 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
         r["nonzero_under_capture"] = "captured"
     except RuntimeError as exc:
         r["nonzero_under_capture"] = str(exc)
+    try:  # a device value read on the host (.item(), a size from the data) would wait
+        s.call("aoti_torch_item_int64", count, ctypes.byref(ctypes.c_int64()))
+        r["item_under_capture"] = "captured"
+    except RuntimeError as exc:
+        r["item_under_capture"] = str(exc)
     exec_ = ctypes.c_void_p()
     assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
     lib.shimkit_cuda_graph_host_steps.restype = ctypes.c_int64
@@ -428,6 +434,10 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),
            ctypes.byref(indices))  # fmt: skip
     r["eager_syncs"] = counter("sync") - syncs
+    # Eagerly, an item is the device's value (the fake's), read after the stream.
+    item = ctypes.c_int64()
+    s.call("aoti_torch_item_int64", count, ctypes.byref(item))
+    r["eager_item"] = item.value
     # An event recorded under capture cannot be queried afterwards (what torch's
     # ContainerRun would meet after a capture), one recorded outside can.
     fake = ctypes.CDLL(os.environ["SHIMKIT_CUDART"])

@@ -220,6 +220,9 @@ def test_host_fallbacks_are_captured_as_host_steps(
     assert "index" in r["bad_index_check"].split("index_reduce", 1)[1]
     assert r["check_after_report"] and r["live_execs"] == 0
     assert "nonzero: the size of its result depends on the data" in r["nonzero_under_capture"]
+    assert "reads a device value on the host" in r["item_under_capture"]
+    assert "aoti_torch_item_int64" in r["item_under_capture"]
+    assert r["eager_item"] == 5  # control: eagerly it reads the device's value
     # Controls: eagerly the same op synchronises; and the fake does refuse a
     # synchronisation under capture (so a step that synchronised could not pass above).
     assert r["eager_syncs"] >= 1

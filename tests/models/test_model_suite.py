@@ -5,7 +5,7 @@ transposed convolutions, transformer encoder, GPT with causal SDPA and embedding
 masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
 bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention,
 detection post-processing with outputs sized by the data, 3-D video layers, antialiased
-resizing) is compiled
+resizing, an STFT audio net, token counts sized by the data) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -84,6 +84,8 @@ FAMILY_SHIMS = {
     # FFTs become matrix products and complex values real pairs (compile's math form);
     # Inductor writes the GRU's steps itself (mkldnn_rnn_layer is LSTM's).
     "audio": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_mm_out"],
+    # bincount's length is read from the data, unique's from a masked_select (math forms).
+    "counting": ["aoti_torch_item_int64", "aoti_torch_cpu_masked_select"],
 }
 
 

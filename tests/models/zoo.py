@@ -544,6 +544,28 @@ class AudioNet(nn.Module):
         return logits, filtered
 
 
+# --- counting: histograms of the data, sized by it ------------------------------------
+
+
+class TokenCounts(nn.Module):
+    """Bag-of-words features: how often each token occurs (torch.bincount; its length is the
+    largest token + 1, read from the data), weighted by a learned score per token, the
+    counts normalised into frequencies, and the distinct tokens with each token's place
+    among them and their counts (torch.unique; as many as the data has). In compile's math
+    form (shimkit.aot.counting)."""
+
+    def __init__(self, vocab: int = 48) -> None:
+        super().__init__()
+        self.score = nn.Embedding(vocab, 1)
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        weights = torch.sigmoid(self.score(tokens)).squeeze(-1)
+        counts = torch.bincount(tokens)
+        weighted = torch.bincount(tokens, weights, minlength=8)
+        distinct, place, times = torch.unique(tokens, return_inverse=True, return_counts=True)
+        return counts, weighted * 2, counts.float() / tokens.numel(), distinct, place, times
+
+
 # --- reduced precision --------------------------------------------------------------
 
 
@@ -709,6 +731,13 @@ def _audio() -> ZooModel:
     return ZooModel(AudioNet().eval(), (_randn(2, 2000),), more_inputs=[(_randn(2, 2000),)])
 
 
+def _counting() -> ZooModel:
+    _seeded(28)
+    tokens = torch.tensor([3, 1, 3, 12, 0, 5, 5, 5, 2, 40])
+    other_data = [(torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 2, 0]),), (torch.randint(0, 48, (10,)),)]
+    return ZooModel(TokenCounts().eval(), (tokens,), more_inputs=other_data)
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -732,6 +761,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "video": _video,
     "image_resize": _image_resize,
     "audio": _audio,
+    "counting": _counting,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

@@ -24,7 +24,7 @@ from typing import Any
 
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
-from shimkit.aot.counting import bincount_in_math_form
+from shimkit.aot.counting import counting_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
@@ -270,8 +270,8 @@ def in_math_form(
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not), and one note per kind rewritten, saying
-    so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling
-    and bincount are always rewritten where the installed torch has no C shim for them
+    so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
+    bincount and unique are always rewritten where the installed torch has no C shim for them
     (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`, `.counting`): their
     blobs could not load otherwise."""
     rewrites = [
@@ -283,8 +283,8 @@ def in_math_form(
          "math form (a stable sort; this torch has no C shim for them)"),
         (True, multinomial_in_math_form, "multinomial call(s) compiled in their math form "
          "(Gumbel-max over the runtime's random draws; this torch has no C shim for it)"),
-        (True, bincount_in_math_form, "bincount call(s) compiled in their math form (the "
-         "length read from the data, a scatter-add; this torch has no C shim for it)"),
+        (True, counting_in_math_form, "bincount/unique call(s) compiled in their math form "
+         "(sizes read from the data; this torch has no C shim for them)"),
         (attention, attention_in_math_form, "scaled_dot_product_attention call(s) compiled in "
          "their math form (Inductor generates the kernels; no attention fallback shim)"),
         (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
