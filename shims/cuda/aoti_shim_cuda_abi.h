@@ -93,6 +93,14 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self
                                                            AtenTensorHandle source,
                                                            const char* reduce, int32_t include_self,
                                                            AtenTensorHandle* ret0);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out,
+                                                              AtenTensorHandle self, int64_t dim,
+                                                              AtenTensorHandle index,
+                                                              AtenTensorHandle src);
+SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out,
+                                                                AtenTensorHandle self, int64_t dim,
+                                                                AtenTensorHandle index,
+                                                                double value);
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(
     AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
     AtenTensorHandle src, const char* reduce, int32_t include_self);

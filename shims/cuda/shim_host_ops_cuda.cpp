@@ -1,5 +1,5 @@
 // Slim CUDA shims, part 3: the fallback ops with no device kernel here (sort,
-// topk, the order statistics, embedding_bag, index_reduce, scatter_reduce,
+// topk, the order statistics, embedding_bag, index_reduce, scatter, scatter_reduce,
 // large-window pooling, baddbmm, addbmm, nonzero, masked_select, cummax,
 // cummin, cdist, pdist, histc, grid_sampler_3d, the random ops' seeds), run by their CPU
 // shims on host copies of the device tensors (host_fallback.h), eagerly or
@@ -172,6 +172,28 @@ AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim,
                           return aoti_torch_cpu_index_reduce(in[0], dim, in[1], in[2], how.c_str(),
                                                              include_self, &out[0]);
                         });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self,
+                                               int64_t dim, AtenTensorHandle index,
+                                               AtenTensorHandle src) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::on_host_into("scatter", out, {self, index, src},
+                     [=](AtenTensorHandle host_out, const HostInputs& in) {
+                       return aoti_torch_cpu_scatter_src_out(host_out, in[0], dim, in[1], in[2]);
+                     });
+  });
+}
+
+AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                 int64_t dim, AtenTensorHandle index,
+                                                 double value) {
+  return SHIMKIT_CUDA_GUARD({
+    cu::on_host_into("scatter", out, {self, index},
+                     [=](AtenTensorHandle host_out, const HostInputs& in) {
+                       return aoti_torch_cpu_scatter_value_out(host_out, in[0], dim, in[1], value);
+                     });
   });
 }
 

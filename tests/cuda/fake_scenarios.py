@@ -530,6 +530,11 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         scattered = make(np.zeros((3, 3), dtype=np.float32))
         s.call(f"aoti_torch_{dev}_scatter_reduce_two_out", scattered, make(base), I64(0),
                make(scatter_index, dtype=I64_CODE), make(scatter_src), b"sum", I32(1))  # fmt: skip
+        placed, filled = (make(np.zeros((3, 3), dtype=np.float32)) for _ in range(2))
+        s.call(f"aoti_torch_{dev}_scatter_src_out", placed, make(base), I64(0),
+               make(scatter_index, dtype=I64_CODE), make(scatter_src))  # fmt: skip
+        s.call(f"aoti_torch_{dev}_scatter_value_out", filled, make(base), I64(1),
+               make(scatter_index, dtype=I64_CODE), F64(-2.5))  # fmt: skip
         averaged, peaks, peak_at = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
         one = I64(1)
         s.call(f"aoti_torch_{dev}_avg_pool2d", make(x), (I64 * 1)(6), one, (I64 * 1)(2), one,
@@ -607,7 +612,8 @@ def fallbacks(s: Shims) -> dict[str, Any]:
         results[dev] = [s.numpy(outs[0]), s.numpy(reduced), s.numpy(scattered), s.numpy(averaged),
                         s.numpy(peaks), s.numpy(peak_at), s.numpy(scored), s.numpy(nonzero),
                         s.numpy(selected), s.numpy(running), s.numpy(running_at),
-                        s.numpy(distances), *[s.numpy(h) for h in pooled], drawn]  # fmt: skip
+                        s.numpy(distances), *[s.numpy(h) for h in pooled], drawn,
+                        s.numpy(placed), s.numpy(filled)]  # fmt: skip
     r["pooled_shapes"] = [list(a.shape) for a in results["cuda"][3:6]]
     r["host_ops_equal"] = [
         bool(np.array_equal(a, b)) for a, b in zip(results["cpu"], results["cuda"], strict=True)

@@ -271,10 +271,10 @@ def test_host_fallbacks_match_the_cpu_ops(
     # and indices), baddbmm, nonzero, masked_select, cummax (values and indices), cdist,
     # max_pool2d/3d with indices, avg_pool3d, adaptive_max_pool3d (values and indices),
     # adaptive average pooling 2-D and 3-D, kthvalue and mode (values and indices), median,
-    # nanmedian, pdist, addbmm, histc, grid_sampler_3d and the random draws after one seed:
-    # results on the device, equal to the CPU's.
+    # nanmedian, pdist, addbmm, histc, grid_sampler_3d, the random draws after one seed, and
+    # scatter of a tensor and of a value: results on the device, equal to the CPU's.
     assert (r["embedding_bag_cpu_device"], r["embedding_bag_cuda_device"]) == (0, 1)
-    assert r["host_ops_equal"] == [True] * 32 and r["embedding_bag_sums"]
+    assert r["host_ops_equal"] == [True] * 34 and r["embedding_bag_sums"]
     assert r["seeds_cpu_distinct"] == r["seeds_cuda_distinct"] == 16  # control: real draws
     assert r["pooled_shapes"] == [[2, 3, 3, 3], [2, 3, 3, 3], [2, 3, 3, 3]]
 
