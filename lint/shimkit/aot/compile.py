@@ -25,6 +25,7 @@ from typing import Any
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
 from shimkit.aot.counting import counting_in_math_form
+from shimkit.aot.embedding import embedding_renorm_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
@@ -271,9 +272,10 @@ def in_math_form(
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not), and one note per kind rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
-    bincount and unique are always rewritten where the installed torch has no C shim for them
-    (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`, `.counting`): their
-    blobs could not load otherwise."""
+    bincount, unique and norm-limited embedding lookups are always rewritten where the
+    installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
+    `.median`, `.sampling`, `.counting`, `.embedding`): their blobs could not load
+    otherwise."""
     rewrites = [
         (True, grid_sampler_3d_in_math_form, "grid_sampler_3d call(s) compiled in their math "
          "form (this torch has no C shim for it; Inductor generates the kernel)"),
@@ -285,6 +287,9 @@ def in_math_form(
          "(Gumbel-max over the runtime's random draws; this torch has no C shim for it)"),
         (True, counting_in_math_form, "bincount/unique call(s) compiled in their math form "
          "(sizes read from the data; this torch has no C shim for them)"),
+        (True, embedding_renorm_in_math_form, "norm-limited embedding lookup(s) "
+         "(max_norm) compiled in their math form (each looked-up row scaled; the weight is not "
+         "written back; this torch has no C shim for embedding_renorm)"),
         (attention, attention_in_math_form, "scaled_dot_product_attention call(s) compiled in "
          "their math form (Inductor generates the kernels; no attention fallback shim)"),
         (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
