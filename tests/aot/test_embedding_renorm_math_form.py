@@ -7,7 +7,8 @@ of each looked-up row. Here: the outputs equal eager PyTorch's first call (p = 1
 inf, repeated ids, padding_idx, a dynamic batch, rows under and over the limit); a weight
 read elsewhere (tied to an output projection) is left alone, where eager's write-back would
 matter; an op torch has a shim for is left alone; and a compiled model runs on the slim CPU
-runtime (control: without the rewrite, compile refuses it, naming the op).
+runtime (control: without the rewrite, compile refuses it, naming the op), also beside a
+form that decomposes the program first.
 """
 
 from __future__ import annotations
@@ -88,6 +89,29 @@ def test_padding_idx_and_dynamic_batch() -> None:
 def test_a_weight_read_elsewhere_is_left_alone() -> None:
     out, count = rewritten(Tied().eval(), IDS)
     assert count == 0 and renorm_calls(out)
+
+
+def test_rewritten_beside_forms_that_decompose_the_program() -> None:
+    """The other math forms run torch's decompositions, which turn the in-place renorm into a
+    functional op and a write to the weight: compile rewrites the lookup first. (Found by a
+    consumer's model with a bincount beside its embedding.)"""
+    from shimkit.aot.compile import in_math_form
+
+    class Counted(Lookup):
+        def forward(self, ids: Any) -> Any:
+            return super().forward(ids), torch.bincount(ids.flatten())
+
+    model = Counted(2.0).eval()
+    out, notes = in_math_form(
+        torch, torch.export.export(copy.deepcopy(model), (IDS,)), False, False
+    )
+    assert renorm_calls(out) == [] and len(notes) == 2
+    assert notes[0].startswith("1 norm-limited embedding lookup(s)")
+    with torch.no_grad():
+        want = copy.deepcopy(model)(IDS)
+    assert all(
+        torch.allclose(g, w, atol=1e-6) for g, w in zip(out.module()(IDS), want, strict=True)
+    )
 
 
 def test_left_alone_where_torch_has_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:

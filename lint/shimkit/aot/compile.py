@@ -276,7 +276,12 @@ def in_math_form(
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
     `.median`, `.sampling`, `.counting`, `.embedding`): their blobs could not load
     otherwise."""
+    # The embedding form first: it rewrites the in-place renorm as exported, which the others'
+    # run_decompositions would turn into a functional op and a write to the weight.
     rewrites = [
+        (True, embedding_renorm_in_math_form, "norm-limited embedding lookup(s) "
+         "(max_norm) compiled in their math form (each looked-up row scaled; the weight is not "
+         "written back; this torch has no C shim for embedding_renorm)"),
         (True, grid_sampler_3d_in_math_form, "grid_sampler_3d call(s) compiled in their math "
          "form (this torch has no C shim for it; Inductor generates the kernel)"),
         (True, antialiased_resize_in_math_form, "antialiased resize call(s) compiled in their "
@@ -287,9 +292,6 @@ def in_math_form(
          "(Gumbel-max over the runtime's random draws; this torch has no C shim for it)"),
         (True, counting_in_math_form, "bincount/unique call(s) compiled in their math form "
          "(sizes read from the data; this torch has no C shim for them)"),
-        (True, embedding_renorm_in_math_form, "norm-limited embedding lookup(s) "
-         "(max_norm) compiled in their math form (each looked-up row scaled; the weight is not "
-         "written back; this torch has no C shim for embedding_renorm)"),
         (attention, attention_in_math_form, "scaled_dot_product_attention call(s) compiled in "
          "their math form (Inductor generates the kernels; no attention fallback shim)"),
         (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
