@@ -212,7 +212,19 @@ def test_a_model_the_slim_shims_cannot_serve_fails_compile(
 RENORM_MODEL = """
 import torch
 
-model = torch.nn.Embedding(20, 8, max_norm=1.0)
+
+class Tied(torch.nn.Module):
+    # A norm-limited embedding tied to its output projection: compile leaves the renorm
+    # alone there (shimkit.aot.embedding), and no torch has a C shim for it.
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Embedding(20, 8, max_norm=1.0)
+
+    def forward(self, ids):
+        return self.table(ids) @ self.table.weight.T
+
+
+model = Tied()
 example_inputs = (torch.tensor([[1, 2, 3]]),)
 """
 
