@@ -7,7 +7,8 @@ dynamic batch, large-window pooling, detection post-processing, 3-D video layers
 antialiased resizing, an STFT audio net, token counts with bincount and unique), here
 moved to the GPU: exported on CUDA with the zoo's dynamic shapes, compiled the way `shimkit
 compile --device cuda` does (attention in math form, weights frozen, kernels embedded,
-checked against the slim CUDA shims), run on the slim CUDA runtime for every input set the zoo gives (the
+checked against the slim CUDA shims), run on the slim CUDA runtime for every input set the
+zoo gives (the
 dynamic MLP: batch 4, 2 and 200) and compared with float32 eager on the GPU within the zoo's
 tolerance (ZooModel.rtol, what the CPU suite uses; integers and bools exactly). The same
 blob also runs on torch's own runner (step_zoo_peer.py, its own process): each run says
