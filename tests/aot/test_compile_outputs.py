@@ -22,6 +22,7 @@ import pytest
 from shimkit.aot.outputs import (
     ShapeDisagreement,
     disagreements,
+    outputs_in_run_shapes,
     recorded_output_shapes,
     run_output_shapes,
     wrapper_output_shapes,
@@ -118,6 +119,40 @@ example_inputs = (torch.randn(2, 3),)
 """
 
 
+# torch 2.11's CUDA LSTM in small: an op whose recorded (fake) shape is [2, 1, 3, 4] where it
+# gives [2, 3, 4] when it runs; Inductor lowers it to the recorded shape, as it did there.
+MISRECORDED = """
+import torch
+from torch._inductor import lowering as L
+
+aten = torch.ops.aten
+
+
+@torch.library.custom_op("shimkit_test::cell_state", mutates_args=())
+def cell_state(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(2, 3, 4).clone()
+
+
+@cell_state.register_fake
+def _(x):
+    return x.new_empty(2, 1, 3, 4)
+
+
+L.register_lowering(torch.ops.shimkit_test.cell_state.default)(
+    lambda x: L.lowerings[aten.clone.default](L.lowerings[aten.view.default](x, [2, 1, 3, 4]))
+)
+
+
+class CellState(torch.nn.Module):
+    def forward(self, x):
+        return x * 2, torch.ops.shimkit_test.cell_state(x) + 1
+
+
+model = CellState()
+example_inputs = (torch.randn(24),)
+"""
+
+
 def test_the_lstm_wrappers_cell_state_is_found() -> None:
     shapes = wrapper_output_shapes(LSTM_WRAPPER)
     assert shapes == {0: (3, (3, 7, 5)), 1: (4, (2, 1, 3, 32)), 2: (3, (2, 3, 32))}
@@ -208,3 +243,53 @@ def test_compile_warns_for_an_output_inductor_lowered_in_another_shape(
     assert proc.returncode == 0, proc.stderr[-2000:]
     [result] = json.loads(proc.stdout.strip().splitlines()[-1]).values()
     assert not result["ok"] and "torch.Size([3, 2]) != torch.Size([2, 3])" in result["detail"]
+
+
+def test_an_output_recorded_in_another_shape_is_reshaped_to_the_run_shape() -> None:
+    torch = pytest.importorskip("torch")
+    namespace: dict[str, object] = {}
+    exec(MISRECORDED, namespace)  # the test's own model source
+    exported = torch.export.export(namespace["model"], namespace["example_inputs"])
+    assert recorded_output_shapes(exported) == [(24,), (2, 1, 3, 4)]
+    fixed, lines = outputs_in_run_shapes(torch, exported)
+    assert recorded_output_shapes(fixed) == [(24,), (2, 3, 4)]
+    assert lines == [
+        "output 1 reshaped to [2, 3, 4], the shape the program gives when it runs "
+        "(torch.export recorded [2, 1, 3, 4], which AOTInductor would compile)"
+    ]
+    # Control: a program recorded right is left as it is (the same object, no line).
+    right = torch.export.export(torch.nn.Flatten(0), (torch.ones(2, 3),))
+    assert outputs_in_run_shapes(torch, right) == (right, [])
+    # Nor is one that cannot run here (no example inputs): nothing to compare with.
+    exported.example_inputs = None
+    assert outputs_in_run_shapes(torch, exported) == (exported, [])
+
+
+@pytest.mark.slow
+def test_compile_hands_a_misrecorded_output_back_in_the_run_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    from shimkit.cli import main
+
+    source = tmp_path / "cell_state.py"
+    source.write_text(MISRECORDED)
+    out = tmp_path / "cell_state.pt2"
+    assert main(["compile", str(source), "-o", str(out), "--target", "libtorch"]) == 0
+    err = capsys.readouterr().err
+    assert "shimkit: warning" not in err, err
+    assert "output 1 reshaped to [2, 3, 4]" in err
+    from shimkit.aot.forward import build_forwarding_library
+    from shimkit.config import load_config
+    from shimkit.header import find_torch, shim_names
+
+    forwarder = build_forwarding_library(shim_names(find_torch().include_dir), load_config())
+    run = Path(__file__).with_name("run_packages.py")
+    proc = subprocess.run([sys.executable, str(run), str(forwarder), f"{out}={source}"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [result] = json.loads(proc.stdout.strip().splitlines()[-1]).values()
+    # torch's runner hands back eager's shape (without the reshape: [2, 1, 3, 4], which
+    # test_compile_warns_for_an_output_inductor_lowered_in_another_shape's kind of check
+    # would name).
+    assert result["ok"], result["detail"]

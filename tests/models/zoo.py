@@ -287,14 +287,14 @@ class Recurrent(nn.Module):
 
 
 class Recommender(nn.Module):
-    """EmbeddingBag features, then index_add / cumsum / argmax / sort / gather / scatter,
-    and distances to item vectors (cdist: Euclidean from dot products over 50 items, L1
-    direct over 8)."""
+    """EmbeddingBag features and norm-limited user vectors (max_norm: compile's embedding
+    form), then index_add / cumsum / argmax / sort / gather / scatter, and distances to
+    item vectors (cdist: Euclidean from dot products over 50 items, L1 direct over 8)."""
 
     def __init__(self, items: int = 50, d: int = 16, mode: str = "sum") -> None:
         super().__init__()
         self.bag = nn.EmbeddingBag(items, d, mode=mode)
-        self.user = nn.Embedding(20, d)
+        self.user = nn.Embedding(20, d, max_norm=2.0)  # rows of norm ~4: most scaled
         self.score = nn.Linear(d, items)
         self.item_vectors = nn.Parameter(torch.randn(items, d))
 

@@ -8,8 +8,10 @@ without libtorch, without an executable stack, and exports only its
 blob is linted (`shimkit.checks.blob`: no finding at all, errors or warnings)
 against the shims of its target runtime (`shimkit.aot.targets`): the package
 loads there, or compile fails naming each missing shim and the fix. An output
-the package hands back in another shape than the exported program's is
-reported by index (`shimkit.aot.outputs`, from the wrapper source it carries).
+whose shape torch.export recorded wrongly is reshaped to the one the program
+gives when it runs, and an output the package still hands back in another
+shape than the exported program's is reported by index (`shimkit.aot.outputs`,
+from the wrapper source it carries).
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ from shimkit.aot.inductor_options import (
 )
 from shimkit.aot.median import median_in_math_form
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
-from shimkit.aot.outputs import disagreements, recorded_output_shapes, run_output_shapes
+from shimkit.aot.outputs import (
+    disagreements,
+    outputs_in_run_shapes,
+    recorded_output_shapes,
+    run_output_shapes,
+)
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
@@ -239,6 +246,8 @@ def compile_exported(
             f"{', '.join(unfreezable)}; the weights are not folded into constants (slower, same "
             "results)"
         )
+    exported, reshaped = outputs_in_run_shapes(torch, exported)
+    notes.extend(f"{label}: {line}" for line in reshaped)
     with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         problems = {

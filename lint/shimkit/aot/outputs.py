@@ -18,6 +18,7 @@ compared by rank or not at all, never guessed.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +128,52 @@ def run_output_shapes(torch: Any, exported: Any) -> Shapes | None:
         return None
     leaves = result if isinstance(result, (tuple, list)) else [result]
     return [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in leaves]
+
+
+def _listed(sizes: tuple[Any, ...]) -> str:
+    return ", ".join(map(str, sizes))
+
+
+def outputs_in_run_shapes(torch: Any, exported: Any) -> tuple[Any, list[str]]:
+    """(`exported` with each output whose recorded shape differs from what the program gives
+    when it runs reshaped to the latter, one line per output so reshaped). An output is
+    reshaped where its recorded sizes are all constants, the run's differ, and the element
+    counts agree (torch 2.11's LSTM on CUDA: c_n recorded as [2, 1, 3, 32], run as
+    [2, 3, 32]); the reshape is a view, so every runner of the blob, torch's own
+    included, hands back the run's shape. Programs that cannot run here stay as they are,
+    and so do outputs with symbolic sizes (dynamic shapes: the run's sizes are one
+    example's)."""
+    recorded = recorded_output_shapes(exported)
+    run = run_output_shapes(torch, exported)
+    if run is None or len(run) != len(recorded):
+        return exported, []
+    fixes: dict[int, tuple[int, ...]] = {}
+    for index, (was, got) in enumerate(zip(recorded, run, strict=True)):
+        if was is None or got is None or not all(type(d) is int for d in was):
+            continue
+        if tuple(was) != tuple(got) and math.prod(was) == math.prod(got):
+            fixes[index] = tuple(got)
+    if not fixes:
+        return exported, []
+    graph = exported.graph_module.graph
+    output = next(n for n in graph.nodes if n.op == "output")
+    values = list(output.args[0])
+    first_user = len(values) - len(exported.graph_signature.user_outputs)
+    with graph.inserting_before(output):
+        for index, shape in fixes.items():
+            values[first_user + index] = graph.call_function(
+                torch.ops.aten.reshape.default, (values[first_user + index], list(shape))
+            )
+    output.args = (tuple(values),)
+    exported.graph_module.recompile()
+    lines = [
+        f"output {index} reshaped to [{_listed(shape)}], the shape the program gives when it "
+        f"runs (torch.export recorded [{_listed(recorded[index] or ())}], which AOTInductor "
+        "would compile)"
+        for index, shape in fixes.items()
+    ]
+    # Traced again: the reshapes get their metadata (shapes) as exported nodes have.
+    return exported.run_decompositions({}), lines
 
 
 def disagreements(
