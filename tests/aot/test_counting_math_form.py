@@ -6,9 +6,10 @@ needs libtorch's proxy executor. Compile now rewrites each call. Here: bincount'
 weighted sums against torch (with and without weights of each dtype, minlength above and
 below the data's range, an empty input, a dynamic length) in ATen's result dtypes; unique's
 and unique_consecutive's values, inverse and counts against torch (ties, NaNs, bools, an
-empty input, every combination of outputs asked for); the rewrite leaves none of those ops
-(control: as exported there are), unique_consecutive along a dim is left alone, an op torch
-has a shim for is left alone, and a compiled model runs on the slim CPU runtime, its outputs
+empty input, every combination of outputs asked for), also along a dim (rows sorted
+lexicographically; NaNs, bools, other data); the rewrite leaves none of those ops (control:
+as exported there are), rows too wide or of dynamic width are left alone, an op torch has a
+shim for is left alone, and a compiled model runs on the slim CPU runtime, its outputs
 as long as each input's data asks (control: without the rewrite, compile refuses it, naming
 the op).
 """
@@ -128,17 +129,72 @@ def test_unique_of_other_data_and_empty_input() -> None:
     assert_same(rewritten(model, (empty,))(empty), model(empty))
 
 
-def test_unique_consecutive_along_a_dim_is_left_alone() -> None:
-    from shimkit.aot.counting import counting_in_math_form
+class DistinctRows(torch.nn.Module):
+    def __init__(self, dim: int, inverse: bool, counts: bool) -> None:
+        super().__init__()
+        self.dim, self.inverse, self.counts = dim, inverse, counts
+
+    def forward(self, x: Any) -> Any:
+        unique = torch.unique(
+            x, dim=self.dim, return_inverse=self.inverse, return_counts=self.counts
+        )
+        runs = torch.ops.aten.unique_consecutive(x, self.inverse, self.counts, self.dim)
+        return (*(unique if isinstance(unique, tuple) else (unique,)), *runs)
+
+
+@pytest.mark.parametrize(("inverse", "counts"), [(False, False), (True, True), (True, False)])
+@pytest.mark.parametrize(
+    ("x", "dim"),
+    [
+        # Rows that tie on their first element and differ later; a repeated row; a
+        # row first seen after its duplicate's later neighbours.
+        (torch.tensor([[3, 1, 3], [2, 9, 7], [3, 1, 3], [2, 2, 7], [2, 2, 7], [3, 0, 5]]), 0),
+        (torch.tensor([[3, 1, 3], [2, 9, 7], [3, 1, 3], [2, 2, 7]]), 1),  # columns
+        (torch.randint(0, 2, (3, 5, 2), generator=torch.Generator().manual_seed(1)), 1),
+        (torch.randint(0, 3, (4, 2, 3), generator=torch.Generator().manual_seed(2)), -1),
+        (torch.tensor([[0.5, float("nan")], [0.5, float("nan")], [-1.0, 2.0]]), 0),
+        (torch.tensor([[True, False], [True, True], [True, False]]), 0),
+        (torch.tensor([[7, 7, 7]]), 0),  # one row
+    ],
+)
+def test_unique_along_a_dim_matches_torch(x: Any, dim: int, inverse: bool, counts: bool) -> None:
+    model = DistinctRows(dim, inverse, counts)
+    assert_same(rewritten(model, (x,))(x), model(x))
+
+
+def test_unique_along_a_dim_of_other_data() -> None:
+    model = DistinctRows(0, True, True)
+    module = rewritten(model, (torch.tensor([[1, 2], [1, 2], [0, 4], [9, 9]]),))
+    for data in ([[5, 5], [5, 5], [5, 5], [5, 5]], [[4, 3], [3, 4], [4, 3], [0, 0]]):
+        x = torch.tensor(data)
+        assert_same(module(x), model(x))
+
+
+def test_rows_too_wide_or_of_dynamic_width_are_left_alone() -> None:
+    from shimkit.aot.counting import MAX_SORTED_ROW_WIDTH, counting_in_math_form
 
     class Rows(torch.nn.Module):
         def forward(self, x: Any) -> Any:
-            return torch.unique_consecutive(x, dim=0), torch.bincount(x.flatten())
+            return torch.unique(x, dim=0), torch.bincount(x.flatten())
 
-    exported = torch.export.export(Rows(), (torch.tensor([[1, 2], [1, 2], [3, 4]]),))
-    out, count = counting_in_math_form(torch, exported, only_without_shim=False)
-    assert count == 1
-    assert counting_calls(out) == ["aten.unique_consecutive.default"]
+    wide = torch.zeros(3, MAX_SORTED_ROW_WIDTH + 1, dtype=torch.int64)
+    out, count = counting_in_math_form(
+        torch, torch.export.export(Rows(), (wide,)), only_without_shim=False
+    )
+    assert count == 1 and counting_calls(out) == ["aten.unique_dim.default"]
+    width = torch.export.Dim("width", min=2)
+    narrow = torch.zeros(3, 4, dtype=torch.int64)
+    dynamic = torch.export.export(Rows(), (narrow,), dynamic_shapes=({1: width},))
+    out, count = counting_in_math_form(torch, dynamic, only_without_shim=False)
+    assert count == 1 and counting_calls(out) == ["aten.unique_dim.default"]
+    # Control: as wide as allowed, and a dynamic number of rows, are rewritten.
+    rows = torch.export.Dim("rows", min=2)
+    for exported in (
+        torch.export.export(Rows(), (wide[:, :MAX_SORTED_ROW_WIDTH],)),
+        torch.export.export(Rows(), (narrow,), dynamic_shapes=({0: rows},)),
+    ):
+        out, count = counting_in_math_form(torch, exported, only_without_shim=False)
+        assert count == 2 and counting_calls(out) == []
 
 
 def test_left_alone_where_torch_has_the_shim(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -84,8 +84,8 @@ FAMILY_SHIMS = {
     # FFTs become matrix products and complex values real pairs (compile's math form);
     # Inductor writes the GRU's steps itself (mkldnn_rnn_layer is LSTM's).
     "audio": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_mm_out"],
-    # bincount's length is read from the data, unique's from a masked_select (math forms).
-    "counting": ["aoti_torch_item_int64", "aoti_torch_cpu_masked_select"],
+    # bincount's length is read from the data, unique's from a nonzero (math forms).
+    "counting": ["aoti_torch_item_int64", "aoti_torch_cpu_nonzero"],
 }
 
 

@@ -551,8 +551,9 @@ class TokenCounts(nn.Module):
     """Bag-of-words features: how often each token occurs (torch.bincount; its length is the
     largest token + 1, read from the data), weighted by a learned score per token, the
     counts normalised into frequencies, and the distinct tokens with each token's place
-    among them and their counts (torch.unique; as many as the data has). In compile's math
-    form (shimkit.aot.counting)."""
+    among them and their counts (torch.unique; as many as the data has), and the distinct
+    bigrams with their counts (torch.unique along dim 0 of the token pairs). In compile's
+    math form (shimkit.aot.counting)."""
 
     def __init__(self, vocab: int = 48) -> None:
         super().__init__()
@@ -563,7 +564,10 @@ class TokenCounts(nn.Module):
         counts = torch.bincount(tokens)
         weighted = torch.bincount(tokens, weights, minlength=8)
         distinct, place, times = torch.unique(tokens, return_inverse=True, return_counts=True)
-        return counts, weighted * 2, counts.float() / tokens.numel(), distinct, place, times
+        pairs = torch.stack([tokens[:-1], tokens[1:]], dim=1)
+        bigrams, bigram_counts = torch.unique(pairs, dim=0, return_counts=True)
+        frequencies = counts.float() / tokens.numel()
+        return counts, weighted * 2, frequencies, distinct, place, times, bigrams, bigram_counts
 
 
 # --- reduced precision --------------------------------------------------------------
