@@ -9,6 +9,12 @@ chain, and run small programs for the reference shapes. The CPU has no such case
 slow test gives Inductor one: a custom op whose lowering transposes. The package really
 returns the transposed shape (torch's runner too), the warning names that output and no
 other; the model's correctly lowered output is the control.
+
+Where torch.export itself records a shape the program does not give when it runs (the
+LSTM's case), compile reshapes that output to the run's shape: a custom op whose fake
+shape is [2, 1, 3, 4] where it gives [2, 3, 4] then compiles into a package whose outputs
+torch's runner hands back as eager does, with a note and no warning (control: without the
+reshape, compile warns about that output).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from shimkit.aot.outputs import (
@@ -214,34 +221,40 @@ def test_the_line_names_the_output_and_both_shapes() -> None:
     assert "program gives [2, 3, 32]: the blob's (Inductor's) shape" in line and "\n" not in line
 
 
-@pytest.mark.slow
-def test_compile_warns_for_an_output_inductor_lowered_in_another_shape(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def compile_and_run_on_torch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, model_source: str
+) -> tuple[str, dict[str, Any]]:
+    """(compile's stderr, torch's runner against eager) for `model_source` compiled with
+    `--target libtorch`; torch's runner runs in run_packages.py's own process."""
     pytest.importorskip("torch")
-    from shimkit.cli import main
-
-    source = tmp_path / "two_outputs.py"
-    source.write_text(MODEL)
-    out = tmp_path / "two_outputs.pt2"
-    assert main(["compile", str(source), "-o", str(out), "--target", "libtorch"]) == 0
-    captured = capsys.readouterr()
-    warnings = [ln for ln in captured.err.splitlines() if ln.startswith("shimkit: warning: ")]
-    assert len(warnings) == 1, captured.err  # output 0, lowered right, is not named
-    assert "output 1 is handed back as [3, 2]" in warnings[0]
-    assert "exported program gives [2, 3]" in warnings[0]
-    # The warning is about the package: torch's own loader returns the compiled shape too
-    # (run_packages.py, its own process, compares with eager).
     from shimkit.aot.forward import build_forwarding_library
+    from shimkit.cli import main
     from shimkit.config import load_config
     from shimkit.header import find_torch, shim_names
 
+    source, out = tmp_path / f"{name}.py", tmp_path / f"{name}.pt2"
+    source.write_text(model_source)
+    assert main(["compile", str(source), "-o", str(out), "--target", "libtorch"]) == 0
+    err = capsys.readouterr().err
     forwarder = build_forwarding_library(shim_names(find_torch().include_dir), load_config())
     run = Path(__file__).with_name("run_packages.py")
     proc = subprocess.run([sys.executable, str(run), str(forwarder), f"{out}={source}"],
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     [result] = json.loads(proc.stdout.strip().splitlines()[-1]).values()
+    return err, result
+
+
+@pytest.mark.slow
+def test_compile_warns_for_an_output_inductor_lowered_in_another_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err, result = compile_and_run_on_torch(tmp_path, capsys, "two_outputs", MODEL)
+    warnings = [ln for ln in err.splitlines() if ln.startswith("shimkit: warning: ")]
+    assert len(warnings) == 1, err  # output 0, lowered right, is not named
+    assert "output 1 is handed back as [3, 2]" in warnings[0]
+    assert "exported program gives [2, 3]" in warnings[0]
+    # The warning is about the package: torch's own loader returns the compiled shape too.
     assert not result["ok"] and "torch.Size([3, 2]) != torch.Size([2, 3])" in result["detail"]
 
 
@@ -269,27 +282,9 @@ def test_an_output_recorded_in_another_shape_is_reshaped_to_the_run_shape() -> N
 def test_compile_hands_a_misrecorded_output_back_in_the_run_shape(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("torch")
-    from shimkit.cli import main
-
-    source = tmp_path / "cell_state.py"
-    source.write_text(MISRECORDED)
-    out = tmp_path / "cell_state.pt2"
-    assert main(["compile", str(source), "-o", str(out), "--target", "libtorch"]) == 0
-    err = capsys.readouterr().err
+    err, result = compile_and_run_on_torch(tmp_path, capsys, "cell_state", MISRECORDED)
     assert "shimkit: warning" not in err, err
     assert "output 1 reshaped to [2, 3, 4]" in err
-    from shimkit.aot.forward import build_forwarding_library
-    from shimkit.config import load_config
-    from shimkit.header import find_torch, shim_names
-
-    forwarder = build_forwarding_library(shim_names(find_torch().include_dir), load_config())
-    run = Path(__file__).with_name("run_packages.py")
-    proc = subprocess.run([sys.executable, str(run), str(forwarder), f"{out}={source}"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    [result] = json.loads(proc.stdout.strip().splitlines()[-1]).values()
-    # torch's runner hands back eager's shape (without the reshape: [2, 1, 3, 4], which
-    # test_compile_warns_for_an_output_inductor_lowered_in_another_shape's kind of check
-    # would name).
+    # torch's runner hands back eager's shape (without the reshape it gives [2, 1, 3, 4],
+    # and compile warns about output 1).
     assert result["ok"], result["detail"]
