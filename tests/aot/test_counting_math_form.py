@@ -170,6 +170,12 @@ def test_unique_along_a_dim_of_other_data() -> None:
         assert_same(module(x), model(x))
 
 
+def test_unique_along_a_dim_of_no_rows() -> None:
+    model = DistinctRows(0, True, True)
+    empty = torch.zeros(0, 3, dtype=torch.int64)
+    assert_same(rewritten(model, (empty,))(empty), model(empty))
+
+
 def test_rows_too_wide_or_of_dynamic_width_are_left_alone() -> None:
     from shimkit.aot.counting import MAX_SORTED_ROW_WIDTH, counting_in_math_form
 

@@ -26,6 +26,7 @@ kernels around the fallbacks (sort, cumsum, nonzero, scatter).
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -57,9 +58,10 @@ def _runs(torch: ModuleType, rows: Any) -> tuple[Any, Any, Any]:
     """(values, inverse, counts) of the runs of equal neighbouring rows of 2-D `rows`:
     each run's first row, each row's run number, each run's length. Rows differ where any
     element differs (NaNs differ from everything, as in ATen)."""
-    first = torch.ones(rows.shape[0], dtype=torch.bool, device=rows.device)
-    if rows.shape[0] > 1:
-        first = torch.cat([first[:1], (rows[1:] != rows[:-1]).any(1)])
+    # The first row starts a run (none when there are no rows), and so does each row that
+    # differs from the one before it.
+    starts = torch.ones(rows.shape[0], dtype=torch.bool, device=rows.device)[:1]
+    first = torch.cat([starts, (rows[1:] != rows[:-1]).any(1)])
     run = torch.cumsum(first.to(torch.int64), 0) - 1
     values = rows.index_select(0, torch.nonzero(first).squeeze(1))
     counts = torch.zeros(values.shape[0], dtype=torch.int64, device=rows.device)
@@ -79,7 +81,7 @@ def _lexicographic_order(torch: ModuleType, rows: Any) -> Any:
 def _as_rows(x: Any, dim: int) -> Any:
     """`x` as 2-D rows: one per index along `dim`, its elements in order."""
     moved = x.movedim(dim, 0)
-    return moved.reshape(moved.shape[0], -1)
+    return moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))
 
 
 def _from_rows(rows: Any, x: Any, dim: int) -> Any:
