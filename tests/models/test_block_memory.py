@@ -13,7 +13,7 @@ resident is the kernel's doing (it maps pages of its page cache around each faul
 VM held 0.5 MiB more of them for the same binary and blob (10.1 MiB beyond the weights),
 so a bound on the total measures the machine as much as the runtime. What the runtime
 holds itself, anonymous and memory-file pages (its buffers, the heap, OpenBLAS's packing
-buffer, the blob's code; ~2.6 MiB beyond the weights), does not move: the first test
+buffer, the blob's code; ~2.85 MiB beyond the weights), does not move: the first test
 bounds that at 4 MiB, the issue's 10 MB less the ~6 MiB of library pages a host holds
 before it loads a blob. Its control is a host that keeps its blob's bytes in memory
 (`--bytes`, +4.4 MiB). Not oneDNN's pages (~4 MiB): a model that does not convolve keeps
