@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shimkit.aot.modelfile import load_model_file
 from shimkit.aot.torchenv import check_version, require_torch
 from shimkit.cli import main
 from shimkit.errors import ShimkitError
@@ -61,6 +62,31 @@ def test_model_file_that_raises(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, err = run_cli(["compile", str(model), "-o", str(tmp_path / "o.pt2")], capsys)
     assert code == 1
     assert "running the model file failed: RuntimeError: weights missing" in error_line(err)
+
+
+def test_model_file_imports_the_modules_beside_it(tmp_path: Path) -> None:
+    """As `python m.py` would, a model file imports its own modules from its directory; two
+    model files in two directories with a module of the same name each get their own, and
+    sys.path is as it was. The control: without the module beside it, the import fails."""
+    torch = require_torch()
+    sizes = {}
+    for width in (3, 5):
+        directory = tmp_path / f"project{width}"
+        directory.mkdir()
+        write(directory / "layers.py", f"import torch\nWIDTH = {width}\n")
+        model = write(
+            directory / "m.py",
+            "import torch\nfrom layers import WIDTH\n"
+            "model = torch.nn.Linear(2, WIDTH)\nexample_inputs = (torch.zeros(1, 2),)\n",
+        )
+        path_before = list(sys.path)
+        net, _ = load_model_file(model, torch)
+        assert sys.path == path_before
+        sizes[width] = net.out_features
+    assert sizes == {3: 3, 5: 5}
+    (tmp_path / "project5" / "layers.py").unlink()
+    with pytest.raises(ShimkitError, match="No module named 'layers'"):
+        load_model_file(tmp_path / "project5" / "m.py", torch)
 
 
 def test_export_failure_shows_torchs_reason(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import runpy
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,6 +52,25 @@ def quiet_torch_logs() -> Iterator[None]:
             logger.setLevel(level)
 
 
+@contextmanager
+def beside_its_modules(path: Path) -> Iterator[None]:
+    """Run a model file as `python path` would: its directory first on sys.path, so it
+    imports the modules beside it. Modules it imported from there leave sys.modules
+    afterwards, so the next model file, from another directory, gets its own of the
+    same name (as a second `python` process would)."""
+    directory = path.resolve().parent
+    before = set(sys.modules)
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(directory))
+        for name in set(sys.modules) - before:
+            origin = getattr(sys.modules[name], "__file__", None)
+            if origin is not None and Path(origin).resolve().is_relative_to(directory):
+                del sys.modules[name]
+
+
 def load_model_file(
     path: Path, torch: ModuleType, model_attr: str = "model", inputs_attr: str = "example_inputs"
 ) -> tuple[Any, tuple[Any, ...]]:
@@ -58,7 +78,8 @@ def load_model_file(
     if not path.is_file():
         raise ShimkitError(f"{path}: model file not found")
     try:
-        namespace = runpy.run_path(str(path), run_name="__shimkit_model__")
+        with beside_its_modules(path):
+            namespace = runpy.run_path(str(path), run_name="__shimkit_model__")
     except SystemExit as exc:
         raise ShimkitError(f"{path}: the model file exited (SystemExit {exc.code})") from None
     except Exception as exc:
