@@ -5,7 +5,8 @@ transposed convolutions, transformer encoder, GPT with causal SDPA and embedding
 masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
 bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention,
 detection post-processing with outputs sized by the data, 3-D video layers, antialiased
-resizing, an STFT audio net, token counts sized by the data) is compiled
+resizing, an STFT audio net, token counts sized by the data, a vision transformer, a
+conformer convolution module, top-k mixture of experts) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -86,6 +87,12 @@ FAMILY_SHIMS = {
     "audio": ["aoti_torch_cpu_convolution", "aoti_torch_cpu_mm_out"],
     # bincount's length is read from the data, unique's from a nonzero (math forms).
     "counting": ["aoti_torch_item_int64", "aoti_torch_cpu_nonzero"],
+    "vision_transformer": [
+        "aoti_torch_cpu_convolution",
+        "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu",
+    ],
+    "conformer": ["aoti_torch_cpu_convolution"],  # grouped (depthwise) 1-D ones too
+    "mixture_of_experts": ["aoti_torch_cpu_topk"],
 }
 
 

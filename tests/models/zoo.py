@@ -599,6 +599,73 @@ class MLP(nn.Module):
         return self.net(x)
 
 
+# --- Vision transformer, conformer convolution, mixture of experts ---------
+
+
+class VisionTransformer(nn.Module):
+    """ViT: a patchifying convolution, a class token and learned positions, a pre-norm
+    encoder with GELU, the class token's features classified."""
+
+    def __init__(self, d: int = 64, heads: int = 4, layers: int = 2, patch: int = 8) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, patch, patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, (32 // patch) ** 2 + 1, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(
+            d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.patch(x).flatten(2).transpose(1, 2)
+        cls = self.cls.expand(tokens.shape[0], -1, -1)
+        tokens = torch.cat([cls, tokens], 1) + self.pos
+        return self.head(self.ln(self.encoder(tokens))[:, 0])
+
+
+class ConformerConv(nn.Module):
+    """A conformer's convolution module and half-step feed-forward: pointwise convolution
+    and GLU, a depthwise 1-D convolution, batch norm, SiLU."""
+
+    def __init__(self, d: int = 64, kernel: int = 15) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.pointwise_in = nn.Conv1d(d, 2 * d, 1)
+        self.depthwise = nn.Conv1d(d, d, kernel, padding=kernel // 2, groups=d)
+        self.bn = nn.BatchNorm1d(d)
+        self.pointwise_out = nn.Conv1d(d, d, 1)
+        self.ff = nn.Sequential(
+            nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(), nn.Linear(4 * d, d)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [batch, time, d]
+        y = F.glu(self.pointwise_in(self.ln(x).transpose(1, 2)), dim=1)
+        y = self.pointwise_out(F.silu(self.bn(self.depthwise(y))))
+        x = x + y.transpose(1, 2)
+        return x + 0.5 * self.ff(x)
+
+
+class MixtureOfExperts(nn.Module):
+    """Top-k routing: a softmax gate picks k experts per token, their weights are gathered
+    and applied as batched products, the outputs mixed by the renormalised gate."""
+
+    def __init__(self, d: int = 32, experts: int = 4, k: int = 2) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d, experts)
+        self.k = k
+        self.w_in = nn.Parameter(torch.randn(experts, d, 2 * d) * 0.1)
+        self.w_out = nn.Parameter(torch.randn(experts, 2 * d, d) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [tokens, d]
+        weights, chosen = torch.topk(self.gate(x).softmax(-1), self.k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        hidden = F.gelu(torch.einsum("nd,nkdh->nkh", x, self.w_in[chosen]))
+        out = torch.einsum("nkh,nkhd->nkd", hidden, self.w_out[chosen])
+        return (out * weights.unsqueeze(-1)).sum(1)
+
+
 def _randn(*shape: int) -> torch.Tensor:
     return torch.randn(*shape)
 
@@ -742,6 +809,21 @@ def _counting() -> ZooModel:
     return ZooModel(TokenCounts().eval(), (tokens,), more_inputs=other_data)
 
 
+def _vision_transformer() -> ZooModel:
+    _seeded(29)
+    return ZooModel(VisionTransformer().eval(), (_randn(2, 3, 32, 32),))
+
+
+def _conformer() -> ZooModel:
+    _seeded(30)
+    return ZooModel(ConformerConv().eval(), (_randn(2, 50, 64),))
+
+
+def _mixture_of_experts() -> ZooModel:
+    _seeded(31)
+    return ZooModel(MixtureOfExperts().eval(), (_randn(16, 32),))
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -766,6 +848,9 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "image_resize": _image_resize,
     "audio": _audio,
     "counting": _counting,
+    "vision_transformer": _vision_transformer,
+    "conformer": _conformer,
+    "mixture_of_experts": _mixture_of_experts,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

@@ -4,7 +4,8 @@ The families the CPU suite compiles and runs in `make test` (ResNet-style, inver
 residual, U-Net, transformer encoder, decoder-only GPT with causal SDPA and GQA, SDPA with
 masks, LSTM/biLSTM/GRU, embedding-bag recommender, index/scan/search ops, float16/bfloat16,
 dynamic batch, large-window pooling, detection post-processing, 3-D video layers,
-antialiased resizing, an STFT audio net, token counts with bincount and unique), here
+antialiased resizing, an STFT audio net, token counts with bincount and unique, a vision
+transformer, a conformer convolution module, top-k mixture of experts), here
 moved to the GPU: exported on CUDA with the zoo's dynamic shapes, compiled the way `shimkit
 compile --device cuda` does (attention in math form, weights frozen, kernels embedded,
 checked against the slim CUDA shims), run on the slim CUDA runtime for every input set the
