@@ -67,7 +67,8 @@ def test_model_file_that_raises(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_model_file_imports_the_modules_beside_it(tmp_path: Path) -> None:
     """As `python m.py` would, a model file imports its own modules from its directory; two
     model files in two directories with a module of the same name each get their own, and
-    sys.path is as it was. The control: without the module beside it, the import fails."""
+    sys.path is as it was; a package deeper in the project stays imported. The control:
+    without the module beside it, the import fails."""
     torch = require_torch()
     sizes = {}
     for width in (3, 5):
@@ -84,6 +85,21 @@ def test_model_file_imports_the_modules_beside_it(tmp_path: Path) -> None:
         assert sys.path == path_before
         sizes[width] = net.out_features
     assert sizes == {3: 3, 5: 5}
+    # A package deeper in the project (a virtualenv's, say) is not the file's own: it stays.
+    vendored = tmp_path / "project3" / "venv" / "site"
+    (vendored / "vendored_pkg_for_test").mkdir(parents=True)
+    write(vendored / "vendored_pkg_for_test" / "__init__.py", "SCALE = 2\n")
+    (tmp_path / "project3" / "layers.py").write_text(
+        f"import sys\nsys.path.append({str(vendored)!r})\nimport vendored_pkg_for_test\n"
+        "WIDTH = 3 * vendored_pkg_for_test.SCALE\n"
+    )
+    try:
+        net, _ = load_model_file(tmp_path / "project3" / "m.py", torch)
+        assert net.out_features == 6
+        assert "vendored_pkg_for_test" in sys.modules and "layers" not in sys.modules
+    finally:
+        sys.modules.pop("vendored_pkg_for_test", None)
+        sys.path.remove(str(vendored))
     (tmp_path / "project5" / "layers.py").unlink()
     with pytest.raises(ShimkitError, match="No module named 'layers'"):
         load_model_file(tmp_path / "project5" / "m.py", torch)

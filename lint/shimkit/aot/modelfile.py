@@ -52,12 +52,24 @@ def quiet_torch_logs() -> Iterator[None]:
             logger.setLevel(level)
 
 
+def _lies_beside(module: ModuleType, directory: Path) -> bool:
+    """A module file or package directory right in `directory` (not deeper: a virtualenv
+    or vendored tree under the project is not the model file's own)."""
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        return False
+    path = Path(origin).resolve()
+    return path.parent == directory or (
+        path.name == "__init__.py" and path.parent.parent == directory
+    )
+
+
 @contextmanager
 def beside_its_modules(path: Path) -> Iterator[None]:
     """Run a model file as `python path` would: its directory first on sys.path, so it
-    imports the modules beside it. Modules it imported from there leave sys.modules
-    afterwards, so the next model file, from another directory, gets its own of the
-    same name (as a second `python` process would)."""
+    imports the modules beside it. Those modules (and their submodules) leave sys.modules
+    afterwards, so the next model file, from another directory, gets its own of the same
+    name (as a second `python` process would); anything else it imported stays."""
     directory = path.resolve().parent
     before = set(sys.modules)
     sys.path.insert(0, str(directory))
@@ -65,9 +77,10 @@ def beside_its_modules(path: Path) -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(directory))
-        for name in set(sys.modules) - before:
-            origin = getattr(sys.modules[name], "__file__", None)
-            if origin is not None and Path(origin).resolve().is_relative_to(directory):
+        new = set(sys.modules) - before
+        own = {n for n in new if "." not in n and _lies_beside(sys.modules[n], directory)}
+        for name in new:
+            if name.split(".")[0] in own:
                 del sys.modules[name]
 
 
