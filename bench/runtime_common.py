@@ -34,6 +34,11 @@ def spec_of(arrays: list[np.ndarray]) -> list[str]:
     return [f"{kinds[a.dtype.name]}:{'x'.join(map(str, a.shape))}" for a in arrays]
 
 
+def beyond_weights_mib(kb: int, weight_bytes: int) -> float:
+    """A memory figure of `blob_memory`'s report (KiB) less the weights, in MiB."""
+    return (kb * 1024 - weight_bytes) / 2**20
+
+
 def blob_memory(
     run_blob: Path,
     blob_so: Path,

@@ -32,15 +32,11 @@ from typing import Any
 import pytest
 from shimkit.runtime.build import build_run_blob
 
-from bench.runtime_common import blob_memory, extract_so
+from bench.runtime_common import beyond_weights_mib, blob_memory, extract_so
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_BOUND_MIB = 4.0
 RUNS = 30
-
-
-def beyond_weights_mib(kb: int, weight_bytes: int) -> float:
-    return (kb * 1024 - weight_bytes) / 2**20
 
 
 @pytest.fixture(scope="module")

@@ -606,11 +606,13 @@ class VisionTransformer(nn.Module):
     """ViT: a patchifying convolution, a class token and learned positions, a pre-norm
     encoder with GELU, the class token's features classified."""
 
-    def __init__(self, d: int = 64, heads: int = 4, layers: int = 2, patch: int = 8) -> None:
+    def __init__(
+        self, d: int = 64, heads: int = 4, layers: int = 2, patch: int = 8, image: int = 32
+    ) -> None:
         super().__init__()
         self.patch = nn.Conv2d(3, d, patch, patch)
         self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
-        self.pos = nn.Parameter(torch.randn(1, (32 // patch) ** 2 + 1, d) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, (image // patch) ** 2 + 1, d) * 0.02)
         layer = nn.TransformerEncoderLayer(
             d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
         )
