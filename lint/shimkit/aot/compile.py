@@ -49,6 +49,7 @@ from shimkit.aot.outputs import (
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
+from shimkit.aot.selection import selection_in_sort_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
 from shimkit.checks.blob import blob_findings, describe, read_blob_image
@@ -274,12 +275,19 @@ def compile_exported(
 
 
 def in_math_form(
-    torch: ModuleType, exported: Any, attention: bool, rnn_cells: bool, fft: bool = True
+    torch: ModuleType,
+    exported: Any,
+    attention: bool,
+    rnn_cells: bool,
+    fft: bool = True,
+    selection: bool = False,
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
-    slim targets need and torch's runner does not), and one note per kind rewritten, saying
+    slim targets need and torch's runner does not; `selection`: topk and kthvalue along a
+    small dim as a sort, `shimkit.aot.selection`, for slim CUDA blobs), and one note per
+    kind rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
     bincount, unique and norm-limited embedding lookups are always rewritten where the
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
@@ -305,6 +313,10 @@ def in_math_form(
          "their math form (Inductor generates the kernels; no attention fallback shim)"),
         (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
          "(Inductor generates the kernels; torch's fused CUDA cells have no C shim)"),
+        # Last: the multinomial and median forms above select with topk and sort.
+        (selection, selection_in_sort_form, "topk/kthvalue call(s) compiled as a stable sort "
+         "and a slice (Inductor generates the sort on CUDA; the slim CUDA shims would select "
+         "on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:
@@ -348,8 +360,14 @@ def compile_model(
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label)
+    slim = target != "libtorch"
     exported, _ = in_math_form(
-        torch, exported, decompose_attention, decompose_rnn_cells, fft=target != "libtorch"
+        torch,
+        exported,
+        decompose_attention,
+        decompose_rnn_cells,
+        fft=slim,
+        selection=slim and device == "cuda",
     )
     return compile_exported(
         exported,

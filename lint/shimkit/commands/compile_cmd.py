@@ -84,10 +84,13 @@ def run(args: argparse.Namespace) -> int:
             model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
         exported = export_program(torch, model, inputs, str(source))
     attention = cuda if args.decompose_attention is None else args.decompose_attention
-    # torch's runner has the fused CUDA RNN cells (through its proxy executor); slim runtimes not.
-    rnn_cells = cuda and target != "libtorch"
-    # Nor has a slim runtime complex dtypes (torch's runner has them and its FFTs).
-    exported, notes = in_math_form(torch, exported, attention, rnn_cells, fft=target != "libtorch")
+    # torch's runner has the fused CUDA RNN cells (through its proxy executor), complex dtypes
+    # with its FFTs, and CUDA topk; a slim runtime has none of them (the slim CUDA shims
+    # select on the host, where the sort Inductor generates stays on the device).
+    slim = target != "libtorch"
+    exported, notes = in_math_form(
+        torch, exported, attention, rnn_cells=cuda and slim, fft=slim, selection=cuda and slim
+    )
     for note in notes:
         print(f"{source}: {note}")
     result = compile_exported(

@@ -1,0 +1,206 @@
+"""Top-k and k-th value selection as a stable sort and a slice (shimkit.aot.selection).
+
+The slim CUDA shims select topk and kthvalue on the host, which costs a round trip and
+keeps a run from being captured whole in a CUDA graph; a sort along a small static dim is
+one Inductor generates on CUDA. Compile rewrites such calls for slim CUDA blobs. Here, on
+the CPU (the form is device-neutral; the device runs are in docs/benchmarks.md): values and
+indices against torch (largest and smallest, unsorted, other dims, NaN, ties: the lowest
+index first), kthvalue with and without keepdim, the mixture-of-experts router of the zoo;
+the rewrite leaves no topk (control: as exported there is one), and a wrong form (ascending
+for the largest) fails the same comparison (control). Left alone: a dim over Inductor's sort
+limit, a dynamic dim, a 0-dim input, and every call when `in_math_form` is not asked
+(the CPU and libtorch targets). A rewritten program compiles and runs on the slim CPU
+runtime, where it imports the sort shim instead of topk's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+NAN = float("nan")
+
+
+class TopK(torch.nn.Module):
+    def __init__(self, k: int, dim: int, largest: bool, sorted: bool = True) -> None:
+        super().__init__()
+        self.k, self.dim, self.largest, self.sorted = k, dim, largest, sorted
+
+    def forward(self, x: Any) -> Any:
+        return torch.topk(x, self.k, self.dim, self.largest, self.sorted)
+
+
+class KthValue(torch.nn.Module):
+    def __init__(self, k: int, dim: int, keepdim: bool) -> None:
+        super().__init__()
+        self.k, self.dim, self.keepdim = k, dim, keepdim
+
+    def forward(self, x: Any) -> Any:
+        return torch.kthvalue(x, self.k, self.dim, self.keepdim)
+
+
+def selection_calls(exported: Any) -> list[str]:
+    return [
+        str(n.target)
+        for n in exported.graph.nodes
+        if n.op == "call_function" and str(n.target).startswith(("aten.topk", "aten.kthvalue"))
+    ]
+
+
+def rewritten(model: Any, x: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:
+    from shimkit.aot.selection import selection_in_sort_form
+
+    exported = torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes)
+    assert selection_calls(exported)  # control: as exported, the call is there
+    return selection_in_sort_form(torch, exported)
+
+
+def assert_same(got: Any, want: Any) -> None:
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert torch.equal(g.nan_to_num(-7), w.nan_to_num(-7)), (g, w)
+        assert torch.equal(torch.isnan(g), torch.isnan(w)) if g.is_floating_point() else True
+
+
+def distinct(shape: tuple[int, ...], seed: int) -> Any:
+    """Values without ties: indices are then determined, as torch gives them."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randperm(torch.Size(shape).numel(), generator=generator).reshape(shape) * 0.5
+
+
+@pytest.mark.parametrize(
+    "shape,k,dim,largest,sort",
+    [
+        ((6, 8), 2, -1, True, True),
+        ((6, 8), 3, -1, False, True),
+        ((5, 9, 4), 4, 1, True, False),
+        ((7, 3), 2, 0, True, True),
+        ((3, 512), 10, 1, True, True),
+    ],
+)
+def test_topk_matches_torch(
+    shape: tuple[int, ...], k: int, dim: int, largest: bool, sort: bool
+) -> None:
+    model = TopK(k, dim, largest, sort)
+    program, count = rewritten(model, distinct(shape, 0))
+    assert count == 1 and selection_calls(program) == []
+    for seed in range(3):
+        x = distinct(shape, seed)
+        got, want = program.module()(x), model(x)
+        if not sort:  # torch's unsorted order is its own; the sets are the same
+            got = tuple(t.sort(dim).values for t in got)
+            want = tuple(t.sort(dim).values for t in want)
+        assert_same(got, want)
+
+
+def test_nan_sorts_as_the_largest_and_ties_take_the_lowest_index() -> None:
+    x = torch.tensor([[1.0, NAN, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, NAN, NAN, -1.0]])
+    program, _ = rewritten(TopK(4, -1, True), x)
+    values, indices = program.module()(x)
+    assert_same((values,), (torch.topk(x, 4).values,))
+    assert indices.tolist() == [[1, 2, 3, 5], [3, 4, 0, 1]]
+    smallest, where = rewritten(TopK(2, -1, False), x)[0].module()(x)
+    assert smallest.tolist() == [[0.0, 1.0], [-1.0, 2.0]] and where.tolist() == [[4, 0], [5, 0]]
+
+
+@pytest.mark.parametrize("k,dim,keepdim", [(1, -1, False), (3, 1, True), (2, 0, False)])
+def test_kthvalue_matches_torch(k: int, dim: int, keepdim: bool) -> None:
+    model = KthValue(k, dim, keepdim)
+    program, count = rewritten(model, distinct((4, 7), 1))
+    assert count == 1 and selection_calls(program) == []
+    for seed in range(3):
+        x = distinct((4, 7), seed)
+        assert_same(program.module()(x), model(x))
+
+
+def test_the_zoo_router_matches_eager() -> None:
+    from tests.models.zoo import MixtureOfExperts
+
+    torch.manual_seed(3)
+    model = MixtureOfExperts().eval()
+    x = torch.randn(10, 32)
+    program, count = rewritten(model, x)
+    assert count == 1 and selection_calls(program) == []
+    for _ in range(3):
+        y = torch.randn(10, 32)
+        with torch.no_grad():
+            assert torch.allclose(program.module()(y), model(y), rtol=1e-5, atol=1e-6)
+
+
+def test_a_wrong_form_fails_the_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control: ascending where the largest are asked for gives other values."""
+    from shimkit.aot import selection
+
+    def ascending(torch: Any) -> Any:
+        def topk(x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+            values, indices = torch.sort(x, dim=dim, stable=True)
+            return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+
+        return topk
+
+    monkeypatch.setattr(selection, "_topk", ascending)
+    model, x = TopK(2, -1, True), distinct((6, 8), 0)
+    program, count = rewritten(model, x)
+    assert count == 1
+    with pytest.raises(AssertionError):
+        assert_same(program.module()(x), model(x))
+
+
+def test_left_alone_beyond_the_sort_limit_dynamic_or_0_dim() -> None:
+    from shimkit.aot.selection import INDUCTOR_SORT_LIMIT
+
+    wide = distinct((2, INDUCTOR_SORT_LIMIT + 1), 0)
+    program, count = rewritten(TopK(3, -1, True), wide)
+    assert count == 0 and selection_calls(program) == ["aten.topk.default"]
+    # A dynamic selected dim; a dynamic batch beside a static one is rewritten.
+    columns = torch.export.Dim("columns", min=2, max=64)
+    program, count = rewritten(TopK(2, -1, True), distinct((3, 8), 0), ({1: columns},))
+    assert count == 0
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program, count = rewritten(TopK(2, -1, True), distinct((3, 8), 0), ({0: batch},))
+    assert count == 1
+    for rows in (1, 5):
+        x = distinct((rows, 8), rows)
+        assert_same(program.module()(x), TopK(2, -1, True)(x))
+    program, count = rewritten(TopK(1, 0, True), torch.tensor(2.5))
+    assert count == 0
+
+
+def test_only_when_asked() -> None:
+    from shimkit.aot.compile import in_math_form
+
+    exported = torch.export.export(TopK(2, -1, True), (distinct((6, 8), 0),))
+    same, notes = in_math_form(torch, exported, False, False)
+    assert notes == [] and selection_calls(same) == ["aten.topk.default"]
+    program, notes = in_math_form(torch, exported, False, False, selection=True)
+    assert selection_calls(program) == [] and notes == [
+        "1 topk/kthvalue call(s) compiled as a stable sort and a slice (Inductor generates the "
+        "sort on CUDA; the slim CUDA shims would select on the host)"
+    ]
+
+
+@pytest.mark.slow
+def test_compiled_sort_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
+    import shimkit.runtime
+    from shimkit.aot.compile import compile_exported, in_math_form
+
+    from tests.models.zoo import MixtureOfExperts
+
+    torch.manual_seed(4)
+    model = MixtureOfExperts().eval()
+    inputs = (torch.randn(12, 32),)
+    exported = torch.export.export(model, inputs)
+    program, _ = in_math_form(torch, exported, False, False, selection=True)
+    result = compile_exported(program, tmp_path / "moe.pt2", force=True, show_progress=False)
+    imports = {sym.name for blob in result.blobs.values() for sym in blob.imports}
+    assert any(name.endswith("aoti_torch_cpu_sort_stable") for name in imports)
+    assert not any(name.endswith("aoti_torch_cpu_topk") for name in imports)  # control below
+    with shimkit.runtime.load(result.path) as slim, torch.no_grad():
+        [got] = slim(*inputs)
+        assert torch.allclose(torch.from_numpy(got), model(*inputs), rtol=1e-4, atol=1e-5)
+    # Control: as exported, the blob selects with the topk shim.
+    plain = compile_exported(exported, tmp_path / "plain.pt2", force=True, show_progress=False)
+    plain_imports = {sym.name for blob in plain.blobs.values() for sym in blob.imports}
+    assert any(name.endswith("aoti_torch_cpu_topk") for name in plain_imports)
