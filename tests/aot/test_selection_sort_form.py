@@ -174,7 +174,7 @@ def test_only_when_asked() -> None:
     exported = torch.export.export(TopK(2, -1, True), (distinct((6, 8), 0),))
     same, notes = in_math_form(torch, exported, False, False)
     assert notes == [] and selection_calls(same) == ["aten.topk.default"]
-    program, notes = in_math_form(torch, exported, False, False, selection=True)
+    program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
     assert selection_calls(program) == [] and notes == [
         "1 topk/kthvalue call(s) compiled as a stable sort and a slice (Inductor generates the "
         "sort on CUDA; the slim CUDA shims would select on the host)"
@@ -192,7 +192,7 @@ def test_compiled_sort_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
     model = MixtureOfExperts().eval()
     inputs = (torch.randn(12, 32),)
     exported = torch.export.export(model, inputs)
-    program, _ = in_math_form(torch, exported, False, False, selection=True)
+    program, _ = in_math_form(torch, exported, False, False, slim_cuda=True)
     result = compile_exported(program, tmp_path / "moe.pt2", force=True, show_progress=False)
     imports = {sym.name for blob in result.blobs.values() for sym in blob.imports}
     assert any(name.endswith("aoti_torch_cpu_sort_stable") for name in imports)

@@ -46,7 +46,7 @@ def main() -> int:
     start = time.perf_counter()
     exported = export_program(torch, model, inputs, name)
     if not cpu:
-        exported, report["math_form"] = in_math_form(torch, exported, True, True, selection=True)
+        exported, report["math_form"] = in_math_form(torch, exported, True, True, slim_cuda=True)
     pt2 = out / f"{name}.pt2"
     target = "slim-cpu" if cpu else "slim-cuda"
     try:

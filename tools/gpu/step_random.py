@@ -47,7 +47,7 @@ def compiled(model: Any, inputs: tuple[Any, ...], pt2: Path) -> tuple[Path, list
     from shimkit.aot.compile import compile_exported, in_math_form
 
     exported = torch.export.export(model, inputs)
-    exported, notes = in_math_form(torch, exported, True, True, selection=True)
+    exported, notes = in_math_form(torch, exported, True, True, slim_cuda=True)
     compile_exported(exported, pt2, force=True, label=pt2.stem, show_progress=False,
                      target="slim-cuda", device="cuda")  # fmt: skip
     return pt2, notes

@@ -184,7 +184,7 @@ def main() -> int:
     input_sets = [tuple(to_device(v, "cuda") for v in inputs) for inputs in input_sets]
     start = time.perf_counter()
     exported = torch.export.export(model, input_sets[0], dynamic_shapes=zoo.dynamic_shapes)
-    exported, report["math_form"] = in_math_form(torch, exported, True, True, selection=True)
+    exported, report["math_form"] = in_math_form(torch, exported, True, True, slim_cuda=True)
     pt2 = work / f"zoo_{name}.pt2"
     try:
         compiled = compile_exported(exported, pt2, force=True, label=name, show_progress=False,

@@ -28,6 +28,7 @@ from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
 from shimkit.aot.counting import counting_in_math_form
 from shimkit.aot.embedding import embedding_renorm_in_math_form
+from shimkit.aot.embedding_bag import embedding_bag_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.inductor_options import (
@@ -280,14 +281,15 @@ def in_math_form(
     attention: bool,
     rnn_cells: bool,
     fft: bool = True,
-    selection: bool = False,
+    slim_cuda: bool = False,
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
-    slim targets need and torch's runner does not; `selection`: topk and kthvalue along a
-    small dim as a sort, `shimkit.aot.selection`, for slim CUDA blobs), and one note per
-    kind rewritten, saying
+    slim targets need and torch's runner does not; `slim_cuda`: for a slim CUDA target, ops
+    its shims would run on the host, in forms Inductor generates on the GPU: topk and
+    kthvalue along a small dim as a sort, `shimkit.aot.selection`, and sum and mean
+    embedding bags, `shimkit.aot.embedding_bag`), and one note per kind rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
     bincount, unique and norm-limited embedding lookups are always rewritten where the
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
@@ -314,8 +316,11 @@ def in_math_form(
         (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
          "(Inductor generates the kernels; torch's fused CUDA cells have no C shim)"),
         # Last: the multinomial and median forms above select with topk and sort.
-        (selection, selection_in_sort_form, "topk/kthvalue call(s) compiled as a stable sort "
+        (slim_cuda, selection_in_sort_form, "topk/kthvalue call(s) compiled as a stable sort "
          "and a slice (Inductor generates the sort on CUDA; the slim CUDA shims would select "
+         "on the host)"),
+        (slim_cuda, embedding_bag_in_math_form, "embedding bag(s) compiled as a lookup and a "
+         "segment sum (Inductor generates the kernels on CUDA; the slim CUDA shims would pool "
          "on the host)"),
     ]  # fmt: skip
     notes = []
@@ -367,7 +372,7 @@ def compile_model(
         decompose_attention,
         decompose_rnn_cells,
         fft=slim,
-        selection=slim and device == "cuda",
+        slim_cuda=slim and device == "cuda",
     )
     return compile_exported(
         exported,

@@ -85,11 +85,11 @@ def run(args: argparse.Namespace) -> int:
         exported = export_program(torch, model, inputs, str(source))
     attention = cuda if args.decompose_attention is None else args.decompose_attention
     # torch's runner has the fused CUDA RNN cells (through its proxy executor), complex dtypes
-    # with its FFTs, and CUDA topk; a slim runtime has none of them (the slim CUDA shims
-    # select on the host, where the sort Inductor generates stays on the device).
+    # with its FFTs, and CUDA topk and embedding bags; a slim runtime has none of them (the
+    # slim CUDA shims select and pool on the host; Inductor's forms stay on the device).
     slim = target != "libtorch"
     exported, notes = in_math_form(
-        torch, exported, attention, rnn_cells=cuda and slim, fft=slim, selection=cuda and slim
+        torch, exported, attention, rnn_cells=cuda and slim, fft=slim, slim_cuda=cuda and slim
     )
     for note in notes:
         print(f"{source}: {note}")

@@ -1,0 +1,203 @@
+"""Embedding bags as a lookup and a segment sum (shimkit.aot.embedding_bag).
+
+The slim CUDA shims pool `_embedding_bag` on the host; compile rewrites sum and mean bags for
+slim CUDA blobs into ops Inductor generates on the GPU. Here, on the CPU (the form is
+device-neutral; the device runs are in docs/benchmarks.md): the pooled output against ATen
+for sum and mean, offsets with empty bags in the middle and at the end, include_last_offset,
+per-sample weights, padding_idx (not counted in a mean), fixed-length 2-D bags, float64 and
+int32 indices, a dynamic number of indices, the zoo's recommender; the rewrite leaves no bag
+(control: as exported there is one), and a mean that does not divide fails the same
+comparison (control). Left alone: max bags, half-precision weights, a program that reads
+the op's other outputs. A rewritten program compiles and runs on the slim CPU runtime
+without the `_embedding_bag` shim (control: as exported, its blob imports it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+class Bag(torch.nn.Module):
+    def __init__(self, mode: str = "sum", dtype: Any = torch.float32, **options: Any) -> None:
+        super().__init__()
+        torch.manual_seed(5)
+        self.weight = torch.nn.Parameter(torch.randn(12, 6, dtype=dtype))
+        self.mode, self.options = mode, options
+
+    def forward(self, indices: Any, offsets: Any = None, weights: Any = None) -> Any:
+        return F.embedding_bag(
+            indices, self.weight, offsets, mode=self.mode, per_sample_weights=weights,
+            **self.options,
+        )  # fmt: skip
+
+
+def bag_calls(program: Any) -> list[str]:
+    return [
+        str(n.target)
+        for n in program.graph.nodes
+        if n.op == "call_function" and "embedding_bag" in str(n.target)
+    ]
+
+
+def rewritten(model: Any, inputs: tuple[Any, ...], dynamic_shapes: Any = None) -> tuple[Any, int]:
+    from shimkit.aot.embedding_bag import embedding_bag_in_math_form
+
+    exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+    assert bag_calls(exported)  # control: as exported, the bag is there
+    return embedding_bag_in_math_form(torch, exported)
+
+
+def assert_close(got: Any, want: Any) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert torch.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
+
+
+INDICES = torch.tensor([3, 1, 4, 1, 5, 9, 2, 6, 5, 3])
+OFFSETS = torch.tensor([0, 2, 2, 7, 10])  # bag 1 empty, and the last one (10 = len) too
+
+
+@pytest.mark.parametrize(
+    "mode,options,offsets",
+    [
+        ("sum", {}, OFFSETS),
+        ("mean", {}, OFFSETS),
+        ("mean", {"include_last_offset": True}, OFFSETS),
+        ("sum", {"padding_idx": 1}, OFFSETS),
+        ("mean", {"padding_idx": 5}, torch.tensor([0, 4, 6])),
+    ],
+)
+def test_pooled_output_matches_aten(mode: str, options: dict[str, Any], offsets: Any) -> None:
+    model = Bag(mode, **options)
+    program, count = rewritten(model, (INDICES, offsets))
+    assert count == 1 and bag_calls(program) == []
+    with torch.no_grad():
+        assert_close(program.module()(INDICES, offsets), model(INDICES, offsets))
+        other = torch.tensor([0, 11, 1, 7, 5, 5, 8, 2, 10, 4])  # same sizes, other rows
+        assert_close(program.module()(other, offsets), model(other, offsets))
+
+
+def test_per_sample_weights_2d_bags_float64_and_int32_indices() -> None:
+    weights = torch.rand(len(INDICES))
+    model = Bag("sum")
+    program, _ = rewritten(model, (INDICES, OFFSETS, weights))
+    with torch.no_grad():
+        assert_close(program.module()(INDICES, OFFSETS, weights), model(INDICES, OFFSETS, weights))
+    fixed = INDICES.reshape(5, 2)  # five bags of two, no offsets
+    for mode in ("sum", "mean"):
+        model = Bag(mode, dtype=torch.float64)
+        program, count = rewritten(model, (fixed,))
+        assert count == 1
+        with torch.no_grad():
+            assert_close(program.module()(fixed), model(fixed))
+    small = (INDICES.to(torch.int32), OFFSETS.to(torch.int32))
+    model = Bag("mean")
+    program, count = rewritten(model, small)
+    assert count == 1
+    with torch.no_grad():
+        assert_close(program.module()(*small), model(*small))
+
+
+def test_dynamic_number_of_indices() -> None:
+    model = Bag("mean")
+    n = torch.export.Dim("n", min=2, max=100)
+    program, count = rewritten(model, (INDICES, OFFSETS), ({0: n}, None))
+    assert count == 1
+    for length in (10, 13, 40):
+        indices = torch.arange(length) % 12
+        offsets = torch.tensor([0, 2, 2, 7, length])
+        with torch.no_grad():
+            assert_close(program.module()(indices, offsets), model(indices, offsets))
+
+
+def test_the_zoo_recommender_matches_eager() -> None:
+    from tests.models.zoo import ZOO
+
+    zoo = ZOO["recommender"]()
+    program, count = rewritten(zoo.model, zoo.inputs)
+    assert count == 1 and bag_calls(program) == []
+    with torch.no_grad():
+        for got, want in zip(program.module()(*zoo.inputs), zoo.model(*zoo.inputs), strict=True):
+            assert got.dtype == want.dtype
+            assert torch.allclose(got.double(), want.double(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_mean_that_does_not_divide_fails_the_comparison(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Control: the comparison sees a wrong form (the mean's bags summed)."""
+    from shimkit.aot import embedding_bag
+
+    monkeypatch.setattr(embedding_bag, "MEAN", -1)  # the form no longer takes mode 1 as a mean
+    model = Bag("mean")
+    program, count = rewritten(model, (INDICES, OFFSETS))
+    assert count == 0  # and the call is not even eligible then
+    monkeypatch.undo()
+    real = embedding_bag._bag
+
+    def summed(torch: Any) -> Any:
+        bag = real(torch)
+        return lambda *args, **kwargs: bag(*args[:4], 0, *args[5:], **kwargs)
+
+    monkeypatch.setattr(embedding_bag, "_bag", summed)
+    program, count = rewritten(model, (INDICES, OFFSETS))
+    assert count == 1
+    with torch.no_grad(), pytest.raises(AssertionError):
+        assert_close(program.module()(INDICES, OFFSETS), model(INDICES, OFFSETS))
+
+
+class BagWithSizes(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(12, 6))
+
+    def forward(self, indices: Any, offsets: Any) -> Any:
+        pooled, _, bag_size, _ = torch.embedding_bag(self.weight, indices, offsets, False, 1)
+        return pooled, bag_size
+
+
+def test_left_alone_for_max_half_precision_or_other_outputs_read() -> None:
+    for model in (Bag("max"), Bag("sum", dtype=torch.float16), BagWithSizes()):
+        program, count = rewritten(model, (INDICES, OFFSETS))
+        assert count == 0 and bag_calls(program), model
+    # One bag that must keep the fallback keeps it for all: the table rewrites every call.
+
+    class TwoBags(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sum, self.max = Bag("sum"), Bag("max")
+
+        def forward(self, indices: Any, offsets: Any) -> Any:
+            return self.sum(indices, offsets), self.max(indices, offsets)
+
+    program, count = rewritten(TwoBags(), (INDICES, OFFSETS))
+    assert count == 0 and len(bag_calls(program)) == 2
+
+
+@pytest.mark.slow
+def test_compiled_math_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
+    import shimkit.runtime
+    from shimkit.aot.compile import compile_exported, in_math_form
+
+    model = Bag("mean", padding_idx=5).eval()
+    inputs = (INDICES, OFFSETS)
+    exported = torch.export.export(model, inputs)
+    program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
+    assert notes == [
+        "1 embedding bag(s) compiled as a lookup and a segment sum (Inductor generates the "
+        "kernels on CUDA; the slim CUDA shims would pool on the host)"
+    ]
+    result = compile_exported(program, tmp_path / "bag.pt2", force=True, show_progress=False)
+    imports = {sym.name for blob in result.blobs.values() for sym in blob.imports}
+    assert not any("embedding_bag" in name for name in imports)
+    with shimkit.runtime.load(result.path) as slim, torch.no_grad():
+        [got] = slim(*inputs)
+        assert torch.allclose(torch.from_numpy(got), model(*inputs), rtol=1e-5, atol=1e-6)
+    # Control: as exported, the blob pools with the _embedding_bag shim.
+    plain = compile_exported(exported, tmp_path / "plain.pt2", force=True, show_progress=False)
+    plain_imports = {sym.name for blob in plain.blobs.values() for sym in blob.imports}
+    assert any("embedding_bag" in name for name in plain_imports)
