@@ -23,12 +23,22 @@ def compile_in_math_form_and_run(
     """`model` exported on `inputs`, its fallbacks rewritten as `shimkit compile` rewrites
     them on the CPU (in_math_form: attention and RNN cells kept), compiled into `out` for the
     slim CPU runtime, and run there on `inputs`."""
-    import shimkit.runtime
-    from shimkit.aot.compile import compile_exported, in_math_form
+    from shimkit.aot.compile import in_math_form
 
     exported, notes = in_math_form(torch, torch.export.export(model, inputs), False, False)
-    result = compile_exported(exported, out, force=True, show_progress=False)
+    return compile_and_run(exported, inputs, out, notes)
+
+
+def compile_and_run(
+    program: Any, inputs: tuple[Any, ...], out: Path, notes: list[str] | None = None
+) -> SlimRun:
+    """An exported `program` (already in the form under test) compiled into `out` for the
+    slim CPU runtime and run there on `inputs`."""
+    import shimkit.runtime
+    from shimkit.aot.compile import compile_exported
+
+    result = compile_exported(program, out, force=True, show_progress=False)
     imports = [sym.name for blob in result.blobs.values() for sym in blob.imports]
     with shimkit.runtime.load(result.path) as slim:
         outputs = slim(*inputs)
-    return SlimRun(notes, imports, outputs)
+    return SlimRun(notes or [], imports, outputs)

@@ -27,6 +27,7 @@ from typing import Any
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
 from shimkit.aot.counting import counting_in_math_form
+from shimkit.aot.distance import distances_in_direct_form
 from shimkit.aot.embedding import embedding_renorm_in_math_form
 from shimkit.aot.embedding_bag import embedding_bag_in_math_form
 from shimkit.aot.fft import fft_in_math_form
@@ -322,6 +323,9 @@ def in_math_form(
         (slim_cuda, embedding_bag_in_math_form, "embedding bag(s) compiled as a lookup and a "
          "segment sum (Inductor generates the kernels on CUDA; the slim CUDA shims would pool "
          "on the host)"),
+        (slim_cuda, distances_in_direct_form, "cdist/pdist call(s) computed directly from "
+         "the pairwise differences (Inductor generates the kernels on CUDA; the slim CUDA "
+         "shims would compute them on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:
