@@ -26,6 +26,7 @@ from typing import Any
 
 from shimkit.aot.antialias import antialiased_resize_in_math_form
 from shimkit.aot.attention import decompose_attention as attention_in_math_form
+from shimkit.aot.baddbmm import batched_products_in_bmm_form
 from shimkit.aot.counting import counting_in_math_form
 from shimkit.aot.distance import distances_in_direct_form
 from shimkit.aot.embedding import embedding_renorm_in_math_form
@@ -326,6 +327,9 @@ def in_math_form(
         (slim_cuda, distances_in_direct_form, "cdist/pdist call(s) computed directly from "
          "the pairwise differences (Inductor generates the kernels on CUDA; the slim CUDA "
          "shims would compute them on the host)"),
+        (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s) compiled as a bmm "
+         "and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims would compute "
+         "them on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:
