@@ -52,6 +52,7 @@ from shimkit.aot.outputs import (
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
+from shimkit.aot.scatter import scatter_reductions_in_dense_form
 from shimkit.aot.selection import selection_in_sort_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
@@ -330,6 +331,9 @@ def in_math_form(
         (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s) compiled as a bmm "
          "and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims would compute "
          "them on the host)"),
+        (slim_cuda, scatter_reductions_in_dense_form, "scatter_reduce/index_reduce call(s) "
+         "(amax, amin, prod, mean) compiled as dense comparisons (Inductor generates the "
+         "kernels on CUDA; the slim CUDA shims would reduce on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:

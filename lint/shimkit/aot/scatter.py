@@ -1,0 +1,148 @@
+"""Scatter and index reductions (amax, amin, prod, mean) as dense comparisons, for slim
+CUDA blobs.
+
+Inductor generates sum scatters itself (atomic adds); `scatter_reduce` with amax, amin, prod
+or mean, and `index_reduce`, it leaves to ATen's kernels, which a blob reaches through their
+shims. The slim CUDA shims run those on the host: a round trip per call, and a run that
+cannot be captured whole in a CUDA graph. For a slim CUDA target compile rewrites such calls
+over floating-point tensors into a reduction Inductor generates: each source element is
+compared with every position along the scattered dim (a mask of the index's shape times that
+dim's size), the matching ones are reduced along the index's dim, and each position that
+was hit combines its result with the input (when `include_self`) or takes it (when not);
+positions no index names keep the input. Mean divides by the elements reduced (plus one
+with the input), as ATen does. index_reduce is the scatter of its index along the dim.
+Calls whose mask would exceed `DENSE_LIMIT` elements, or with dynamic sizes, keep the
+fallback.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from shimkit.aot.decompose import argument, input_shape, rewrite_calls, static_numel
+
+# The most elements the comparison mask may have (4 Mi booleans).
+DENSE_LIMIT = 4 * 1024 * 1024
+REDUCTIONS = ("amax", "amin", "prod", "mean")
+
+
+def _applies(self_shape: Any, index_shape: Any, dim: int, reduce: str, floating: bool) -> bool:
+    if reduce not in REDUCTIONS or not floating:
+        return False
+    numel, positions = static_numel(index_shape), static_numel(self_shape)
+    if numel is None or positions is None or not self_shape:
+        return False
+    return numel * self_shape[dim % len(self_shape)] <= DENSE_LIMIT
+
+
+def _dense_scatter_reduce(
+    torch: ModuleType, input: Any, dim: int, index: Any, src: Any, reduce: str, include_self: bool
+) -> Any:
+    rank = input.dim()
+    dim = dim % rank
+    size = input.shape[dim]
+    # The region the index covers: its own extent, and all of the scattered dim.
+    covered = [size if k == dim else index.shape[k] for k in range(rank)]
+    src = src[tuple(slice(0, n) for n in index.shape)]  # ATen reads only that much of src
+    current = input[tuple(slice(0, n) for n in covered)]
+    positions = torch.arange(size, device=input.device).view([1] * rank + [size])
+    hit = index.unsqueeze(-1) == positions  # [*index.shape, size]
+    values = src.unsqueeze(-1)
+    if reduce == "amax":
+        reduced = torch.where(hit, values, float("-inf")).amax(dim)
+    elif reduce == "amin":
+        reduced = torch.where(hit, values, float("inf")).amin(dim)
+    elif reduce == "prod":
+        reduced = torch.where(hit, values, 1.0).prod(dim)
+    else:
+        reduced = torch.where(hit, values, 0.0).sum(dim)
+    reduced = reduced.movedim(-1, dim).to(input.dtype)
+    count = hit.sum(dim).movedim(-1, dim)  # how many elements each position takes
+    if reduce == "mean":
+        total = reduced + current if include_self else reduced
+        counted = count + 1 if include_self else count
+        reduced = total / counted.clamp(min=1).to(input.dtype)
+    elif include_self and reduce == "amax":
+        reduced = torch.maximum(reduced, current)
+    elif include_self and reduce == "amin":
+        reduced = torch.minimum(reduced, current)
+    elif include_self:
+        reduced = reduced * current
+    combined = torch.where(count > 0, reduced, current)
+    if covered == list(input.shape):
+        return combined
+    # A smaller index: the rest of the input stays as it is.
+    padding = []
+    for k in reversed(range(rank)):
+        padding += [0, input.shape[k] - covered[k]]
+    padded = torch.nn.functional.pad(combined, padding)
+    inside = None
+    for k in range(rank):
+        if covered[k] != input.shape[k]:
+            along = torch.arange(input.shape[k], device=input.device) < covered[k]
+            along = along.view([-1 if j == k else 1 for j in range(rank)])
+            inside = along if inside is None else inside & along
+    return torch.where(inside, padded, input)
+
+
+def _scatter_reduce(torch: ModuleType) -> Any:
+    def scatter_reduce(
+        input: Any, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True
+    ) -> Any:
+        if not _applies(
+            tuple(input.shape), tuple(index.shape), dim, reduce, input.is_floating_point()
+        ):
+            return NotImplemented
+        return _dense_scatter_reduce(torch, input, dim, index, src, reduce, include_self)
+
+    return scatter_reduce
+
+
+def _index_reduce(torch: ModuleType) -> Any:
+    def index_reduce(
+        input: Any, dim: int, index: Any, source: Any, reduce: str, *, include_self: bool = True
+    ) -> Any:
+        if not _applies(
+            tuple(input.shape), tuple(source.shape), dim, reduce, input.is_floating_point()
+        ):
+            return NotImplemented
+        dim = dim % input.dim()
+        shape = [1] * source.dim()
+        shape[dim] = index.shape[0]
+        spread = index.view(shape).expand(source.shape)
+        return _dense_scatter_reduce(torch, input, dim, spread, source, reduce, include_self)
+
+    return index_reduce
+
+
+def _floating(node: Any) -> bool:
+    value = node.args[0].meta.get("val")
+    return value is not None and value.is_floating_point()
+
+
+def scatter_reductions_in_dense_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
+    """(`exported` with every floating-point scatter_reduce and index_reduce of amax, amin,
+    prod or mean whose comparison mask fits DENSE_LIMIT in its dense form, how many calls
+    were rewritten). For slim CUDA blobs only: the slim CPU shims compute both."""
+    aten = torch.ops.aten
+
+    def scatter_call(node: Any) -> bool:
+        return _applies(
+            input_shape(node, 0), input_shape(node, 2), int(node.args[1]),
+            argument(node, 4, "reduce", ""), _floating(node),
+        )  # fmt: skip
+
+    def index_call(node: Any) -> bool:
+        return _applies(
+            input_shape(node, 0), input_shape(node, 3), int(node.args[1]),
+            argument(node, 4, "reduce", ""), _floating(node),
+        )  # fmt: skip
+
+    return rewrite_calls(
+        exported,
+        {
+            aten.scatter_reduce.two: (_scatter_reduce(torch), scatter_call),
+            aten.index_reduce.default: (_index_reduce(torch), index_call),
+        },
+    )

@@ -1,0 +1,201 @@
+"""Scatter and index reductions as dense comparisons (shimkit.aot.scatter).
+
+The slim CUDA shims run scatter_reduce (amax, amin, prod, mean) and index_reduce on the host;
+compile rewrites them for slim CUDA blobs into reductions Inductor generates. Here, on the
+CPU (the form is device-neutral): every reduction with and without the input, along each
+dim, an index smaller than the input and a source larger than the index, repeated and
+missing positions, NaN, index_reduce, the zoo's index-ops model, against torch; the rewrite
+leaves neither op (control: as exported they are there), and a wrong form (include_self
+ignored) fails the same comparison (control). Left alone: sum scatters (Inductor's own),
+integer tensors, masks over the size limit, dynamic sizes, and every call unless
+`in_math_form` is asked for the slim CUDA target. A rewritten program compiles and runs on
+the slim CPU runtime without the reductions' shims.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+REDUCTIONS = ("amax", "amin", "prod", "mean")
+
+
+class ScatterReduce(torch.nn.Module):
+    def __init__(self, dim: int, reduce: str, include_self: bool) -> None:
+        super().__init__()
+        self.dim, self.reduce, self.include_self = dim, reduce, include_self
+
+    def forward(self, x: Any, index: Any, src: Any) -> Any:
+        return x.scatter_reduce(
+            self.dim, index, src, reduce=self.reduce, include_self=self.include_self
+        )
+
+
+class IndexReduce(torch.nn.Module):
+    def __init__(self, dim: int, reduce: str, include_self: bool) -> None:
+        super().__init__()
+        self.dim, self.reduce, self.include_self = dim, reduce, include_self
+
+    def forward(self, x: Any, index: Any, source: Any) -> Any:
+        return x.index_reduce(self.dim, index, source, self.reduce, include_self=self.include_self)
+
+
+def reduction_calls(program: Any) -> list[str]:
+    return [
+        str(n.target)
+        for n in program.graph.nodes
+        if n.op == "call_function"
+        and str(n.target) in ("aten.scatter_reduce.two", "aten.index_reduce.default")
+    ]
+
+
+def rewritten(model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:
+    from shimkit.aot.scatter import scatter_reductions_in_dense_form
+
+    exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+    assert reduction_calls(exported)  # control: as exported, the call is there
+    return scatter_reductions_in_dense_form(torch, exported)
+
+
+def scatter_operands(dim: int, seed: int) -> tuple[Any, Any, Any]:
+    """x [4, 6]; an index [3, 4] (smaller than x off `dim`, repeats and gaps along it);
+    a source [5, 5], larger than the index."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 6, generator=generator)
+    index = torch.randint(0, x.shape[dim], (3, 4), generator=generator)
+    return x, index, torch.randn(5, 5, generator=generator)
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_reduce_matches_torch(reduce: str, include_self: bool, dim: int) -> None:
+    model = ScatterReduce(dim, reduce, include_self)
+    program, count = rewritten(model, *scatter_operands(dim, 0))
+    assert count == 1 and reduction_calls(program) == []
+    for seed in range(4):
+        inputs = scatter_operands(dim, seed)
+        torch.testing.assert_close(program.module()(*inputs), model(*inputs))
+
+
+@pytest.mark.parametrize("reduce", REDUCTIONS)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_matches_torch(reduce: str, include_self: bool) -> None:
+    model = IndexReduce(1, reduce, include_self)
+    x, source = torch.randn(3, 5), torch.randn(3, 4)
+    index = torch.tensor([4, 0, 4, 2])  # 4 twice, 1 and 3 never
+    program, count = rewritten(model, x, index, source)
+    assert count == 1 and reduction_calls(program) == []
+    for seed in range(3):
+        generator = torch.Generator().manual_seed(seed)
+        x, source = torch.randn(3, 5, generator=generator), torch.randn(3, 4, generator=generator)
+        torch.testing.assert_close(program.module()(x, index, source), model(x, index, source))
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_nan_propagates_as_in_aten(reduce: str) -> None:
+    model = ScatterReduce(1, reduce, True)
+    x, index, src = scatter_operands(1, 0)
+    x[0, 1], src[1, 2] = float("nan"), float("nan")
+    program, _ = rewritten(model, x, index, src)
+    torch.testing.assert_close(
+        program.module()(x, index, src), model(x, index, src), equal_nan=True
+    )
+
+
+def test_the_zoo_index_ops_match_eager() -> None:
+    from tests.models.zoo import ZOO
+
+    zoo = ZOO["index_ops"]()
+    model = zoo.model.eval()
+    program, count = rewritten(model, *zoo.inputs)
+    assert count == 3  # the amax and mean scatters, the prod index_reduce
+    with torch.no_grad():
+        for got, want in zip(program.module()(*zoo.inputs), model(*zoo.inputs), strict=True):
+            torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_a_wrong_form_fails_the_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control: a form that ignores include_self gives other values."""
+    from shimkit.aot import scatter
+
+    original = scatter._dense_scatter_reduce
+    monkeypatch.setattr(
+        scatter,
+        "_dense_scatter_reduce",
+        lambda torch, x, dim, index, src, reduce, include_self: original(
+            torch, x, dim, index, src, reduce, False
+        ),
+    )
+    model, inputs = ScatterReduce(1, "mean", True), scatter_operands(1, 0)
+    program, count = rewritten(model, *inputs)
+    assert count == 1
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(program.module()(*inputs), model(*inputs))
+
+
+def test_left_alone_sum_integer_over_the_limit_or_dynamic(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shimkit.aot import scatter
+
+    inputs = scatter_operands(1, 0)
+    assert rewritten(ScatterReduce(1, "sum", True), *inputs)[1] == 0
+    x, index, src = inputs
+    as_ints = (x.round().long(), index, src.round().long())
+    assert rewritten(ScatterReduce(1, "amax", True), *as_ints)[1] == 0
+    monkeypatch.setattr(scatter, "DENSE_LIMIT", 3 * 4 * 6 - 1)  # the index times dim 1's size
+    assert rewritten(ScatterReduce(1, "amax", True), *inputs)[1] == 0
+    assert rewritten(ScatterReduce(0, "amax", True), *scatter_operands(0, 0))[1] == 1
+    monkeypatch.undo()
+    rows = torch.export.Dim("rows", min=3, max=16)
+    _, count = rewritten(
+        ScatterReduce(1, "amax", True), *inputs, dynamic_shapes=({0: rows}, None, None)
+    )
+    assert count == 0
+
+
+def test_only_for_the_slim_cuda_target() -> None:
+    from shimkit.aot.compile import in_math_form
+
+    exported = torch.export.export(ScatterReduce(1, "amax", True), scatter_operands(1, 0))
+    same, notes = in_math_form(torch, exported, False, False)
+    assert notes == [] and reduction_calls(same) == ["aten.scatter_reduce.two"]
+    program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
+    assert reduction_calls(program) == [] and notes == [
+        "1 scatter_reduce/index_reduce call(s) (amax, amin, prod, mean) compiled as dense "
+        "comparisons (Inductor generates the kernels on CUDA; the slim CUDA shims would reduce "
+        "on the host)"
+    ]
+
+
+class Reductions(torch.nn.Module):
+    def forward(self, x: Any, index: Any, rows: Any) -> tuple[Any, Any, Any]:
+        amax = x.scatter_reduce(1, index, x[:, :4] * 2, reduce="amax", include_self=False)
+        mean = x.scatter_reduce(1, index, x[:, 2:], reduce="mean")
+        return amax, mean, x.index_reduce(0, rows, x[:3] * 0.5, "prod")
+
+
+@pytest.mark.slow
+def test_compiled_dense_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
+    from shimkit.aot.scatter import scatter_reductions_in_dense_form
+
+    from tests.aot.math_form_run import compile_and_run
+
+    model = Reductions()
+    x, index, _ = scatter_operands(1, 0)
+    inputs = (x, index, torch.tensor([3, 0, 3]))
+    exported = torch.export.export(model, inputs)
+    program, count = scatter_reductions_in_dense_form(torch, exported)
+    assert count == 3
+    run = compile_and_run(program, inputs, tmp_path / "reductions.pt2")
+    assert not any(
+        name.endswith(("scatter_reduce_two_out", "index_reduce")) for name in run.imports
+    )
+    for got, want in zip(run.outputs, model(*inputs), strict=True):
+        torch.testing.assert_close(torch.from_numpy(got), want)
+    # Control: as exported, the blob calls the reductions' shims.
+    plain = compile_and_run(exported, inputs, tmp_path / "plain.pt2")
+    assert any(name.endswith("scatter_reduce_two_out") for name in plain.imports)
