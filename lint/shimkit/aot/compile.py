@@ -49,6 +49,7 @@ from shimkit.aot.outputs import (
     recorded_output_shapes,
     run_output_shapes,
 )
+from shimkit.aot.pooling import pools_in_masked_form
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
@@ -334,6 +335,9 @@ def in_math_form(
         (slim_cuda, scatter_reductions_in_dense_form, "scatter_reduce/index_reduce call(s) "
          "(amax, amin, prod, mean) compiled as dense comparisons (Inductor generates the "
          "kernels on CUDA; the slim CUDA shims would reduce on the host)"),
+        (slim_cuda, pools_in_masked_form, "2-D pool(s) over windows of more than 25 "
+         "elements compiled as masked reductions (Inductor generates the kernels on CUDA; the "
+         "slim CUDA shims would pool on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:
