@@ -292,8 +292,10 @@ def in_math_form(
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not; `slim_cuda`: for a slim CUDA target, ops
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
-    kthvalue along a small dim as a sort, `shimkit.aot.selection`, and sum and mean
-    embedding bags, `shimkit.aot.embedding_bag`), and one note per kind rewritten, saying
+    kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum and mean embedding
+    bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
+    amax/amin/prod/mean scatters, `.scatter`; large-window 2-D pools, `.pooling`), and one
+    note per kind rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
     bincount, unique and norm-limited embedding lookups are always rewritten where the
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
