@@ -33,6 +33,7 @@ from shimkit.aot.embedding import embedding_renorm_in_math_form
 from shimkit.aot.embedding_bag import embedding_bag_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
+from shimkit.aot.histogram import histograms_in_index_add_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
     CUDA_INFERENCE_OPTIONS,
@@ -41,7 +42,8 @@ from shimkit.aot.inductor_options import (
     inductor_configs,
     unfreezable_calls,
 )
-from shimkit.aot.median import median_in_math_form
+from shimkit.aot.median import median_in_math_form, whole_medians_in_sort_form
+from shimkit.aot.mode import modes_in_dense_form
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import (
     disagreements,
@@ -294,8 +296,9 @@ def in_math_form(
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
     kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum and mean embedding
     bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
-    amax/amin/prod/mean scatters, `.scatter`; large-window 2-D pools, `.pooling`), and one
-    note per kind rewritten, saying
+    amax/amin/prod/mean scatters, `.scatter`; large-window 2-D pools, `.pooling`; histc,
+    `.histogram`; mode, `.mode`; whole-tensor medians, `.median`), and one note per kind
+    rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
     bincount, unique and norm-limited embedding lookups are always rewritten where the
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
@@ -340,6 +343,15 @@ def in_math_form(
         (slim_cuda, pools_in_masked_form, "2-D pool(s) over windows of more than 25 "
          "elements compiled as masked reductions (Inductor generates the kernels on CUDA; the "
          "slim CUDA shims would pool on the host)"),
+        (slim_cuda, histograms_in_index_add_form, "histc call(s) compiled as bin indices and "
+         "an index-add (Inductor generates the kernels on CUDA; the slim CUDA shims would "
+         "count on the host)"),
+        (slim_cuda, modes_in_dense_form, "mode call(s) compiled as dense comparisons "
+         "(Inductor generates the kernels on CUDA; the slim CUDA shims would count on the "
+         "host)"),
+        (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s) "
+         "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the "
+         "slim CUDA shims would select on the host)"),
     ]  # fmt: skip
     notes = []
     for wanted, rewrite, what in rewrites:

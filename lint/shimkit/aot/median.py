@@ -10,7 +10,9 @@ ones); for `median`, a slice holding a NaN gives NaN at its first NaN. That is A
 result, indices of tied values included (tests/aot/test_median_math_form.py compares them;
 on CUDA torch leaves the index of a tied median unspecified), except nanmedian's index for a
 slice of NaNs only, which is whatever ATen's selection leaves (here: the middle one). The
-sort is a fallback the slim shims serve on both devices.
+sort is a fallback the slim shims serve on both devices. For slim CUDA blobs the whole-tensor
+medians of at most INDUCTOR_SORT_LIMIT elements take the same form over the flattened tensor
+(`whole_medians_in_sort_form`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.decompose import input_shape, rewrite_calls, static_numel
+from shimkit.aot.selection import INDUCTOR_SORT_LIMIT
 from shimkit.aot.torchenv import torch_has_c_shim
 
 OPS = ("median", "nanmedian")
@@ -66,3 +70,39 @@ def median_in_math_form(
     if not calls:
         return exported, 0
     return exported.run_decompositions(table), len(calls)
+
+
+def _whole_median(torch: ModuleType, ignore_nan: bool) -> Any:
+    along_dim = _median(torch, ignore_nan)
+
+    def median(x: Any) -> Any:
+        if not _sortable_whole(tuple(x.shape)):
+            return NotImplemented
+        return along_dim(x.flatten(), 0)[0]
+
+    return median
+
+
+def _sortable_whole(shape: tuple[Any, ...] | None) -> bool:
+    numel = static_numel(shape)
+    return numel is not None and 0 < numel <= INDUCTOR_SORT_LIMIT
+
+
+def whole_medians_in_sort_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
+    """(`exported` with every median() and nanmedian() of a whole tensor of at most
+    INDUCTOR_SORT_LIMIT elements as a stable sort of its elements and a pick, how many calls
+    were rewritten). For slim CUDA blobs: their shims take these medians on the host (a
+    round trip, and no whole-run CUDA graph), while a sort that short is one Inductor
+    generates on CUDA; the slim CPU shims have both medians."""
+    aten = torch.ops.aten
+
+    def call(node: Any) -> bool:
+        return _sortable_whole(input_shape(node))
+
+    return rewrite_calls(
+        exported,
+        {
+            aten.median.default: (_whole_median(torch, ignore_nan=False), call),
+            aten.nanmedian.default: (_whole_median(torch, ignore_nan=True), call),
+        },
+    )
