@@ -64,12 +64,7 @@ def median_in_math_form(
         for op in OPS
         if not (only_without_shim and torch_has_c_shim(f"aten.{op}.dim"))
     }
-    calls = [
-        node for node in exported.graph.nodes if node.op == "call_function" and node.target in table
-    ]
-    if not calls:
-        return exported, 0
-    return exported.run_decompositions(table), len(calls)
+    return rewrite_calls(exported, {op: (form, lambda node: True) for op, form in table.items()})
 
 
 def _whole_median(torch: ModuleType, ignore_nan: bool) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.decompose import rewrite_calls
 from shimkit.aot.torchenv import torch_has_c_shim
 
 
@@ -48,11 +49,6 @@ def multinomial_in_math_form(
     if only_without_shim and torch_has_c_shim("aten.multinomial.default"):
         return exported, 0
     op = torch.ops.aten.multinomial.default
-    calls = [
-        node
-        for node in exported.graph.nodes
-        if node.op == "call_function" and node.target == op and "generator" not in node.kwargs
-    ]
-    if not calls:
-        return exported, 0
-    return exported.run_decompositions({op: _multinomial(torch)}), len(calls)
+    return rewrite_calls(
+        exported, {op: (_multinomial(torch), lambda node: "generator" not in node.kwargs)}
+    )

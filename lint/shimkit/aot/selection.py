@@ -19,6 +19,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot.decompose import rewrite_calls
+
 # The largest sort dim Inductor lowers to its own kernel (ir.Sort.create's persistent
 # limit, max_rblock, in torch 2.11 and 2.13); beyond it, aten.sort is a fallback.
 INDUCTOR_SORT_LIMIT = 512
@@ -69,14 +71,11 @@ def selection_in_sort_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     INDUCTOR_SORT_LIMIT elements as a stable sort and a slice, how many calls were
     rewritten). For slim CUDA blobs only: on the CPU both ops have native shims."""
     aten = torch.ops.aten
-    table = {aten.topk.default: _topk(torch), aten.kthvalue.default: _kthvalue(torch)}
-    calls = [
-        node
-        for node in exported.graph.nodes
-        if node.op == "call_function"
-        and node.target in table
-        and _sortable(node.args[0].meta["val"].shape, _selected_dim(node))
-    ]
-    if not calls:
-        return exported, 0
-    return exported.run_decompositions(table), len(calls)
+
+    def call(node: Any) -> bool:
+        return _sortable(node.args[0].meta["val"].shape, _selected_dim(node))
+
+    return rewrite_calls(
+        exported,
+        {aten.topk.default: (_topk(torch), call), aten.kthvalue.default: (_kthvalue(torch), call)},
+    )
