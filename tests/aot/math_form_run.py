@@ -17,6 +17,15 @@ class SlimRun:
     outputs: list[np.ndarray]  # the slim runtime's outputs on the example inputs
 
 
+def calls_of(program: Any, targets: tuple[str, ...]) -> list[str]:
+    """The calls of `program` (an exported program) to any of `targets` ("aten.op.overload")."""
+    return [
+        str(n.target)
+        for n in program.graph.nodes
+        if n.op == "call_function" and str(n.target) in targets
+    ]
+
+
 def compile_in_math_form_and_run(
     torch: Any, model: Any, inputs: tuple[Any, ...], out: Path
 ) -> SlimRun:

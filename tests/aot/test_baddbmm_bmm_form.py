@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 
 
@@ -30,12 +32,7 @@ class Baddbmm(torch.nn.Module):
 
 
 def product_calls(program: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in program.graph.nodes
-        if n.op == "call_function"
-        and str(n.target) in ("aten.baddbmm.default", "aten.addbmm.default")
-    ]
+    return calls_of(program, ("aten.baddbmm.default", "aten.addbmm.default"))
 
 
 def rewritten(model: Any, *inputs: Any) -> tuple[Any, int]:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 
 
@@ -43,11 +45,7 @@ class Pdist(torch.nn.Module):
 
 
 def distance_calls(program: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in program.graph.nodes
-        if n.op == "call_function" and str(n.target) in ("aten.cdist.default", "aten.pdist.default")
-    ]
+    return calls_of(program, ("aten.cdist.default", "aten.pdist.default"))
 
 
 def rewritten(model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:

@@ -19,17 +19,15 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 NAN = float("nan")
 OPS = ("aten.histc.default", "aten.mode.default", "aten.median.default", "aten.nanmedian.default")
 
 
 def op_calls(program: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in program.graph.nodes
-        if n.op == "call_function" and str(n.target) in OPS
-    ]
+    return calls_of(program, OPS)
 
 
 def rewritten(form: Any, model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
@@ -50,11 +52,7 @@ class Pools(torch.nn.Module):
 
 
 def pool_calls(program: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in program.graph.nodes
-        if n.op == "call_function" and str(n.target) in POOLS
-    ]
+    return calls_of(program, POOLS)
 
 
 def rewritten(model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:

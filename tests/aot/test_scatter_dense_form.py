@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 
 REDUCTIONS = ("amax", "amin", "prod", "mean")
@@ -45,12 +47,7 @@ class IndexReduce(torch.nn.Module):
 
 
 def reduction_calls(program: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in program.graph.nodes
-        if n.op == "call_function"
-        and str(n.target) in ("aten.scatter_reduce.two", "aten.index_reduce.default")
-    ]
+    return calls_of(program, ("aten.scatter_reduce.two", "aten.index_reduce.default"))
 
 
 def rewritten(model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any, int]:

@@ -21,6 +21,12 @@ def input_shape(node: Any, index: int = 0) -> tuple[Any, ...] | None:
     return tuple(value.shape) if value is not None and hasattr(value, "shape") else None
 
 
+def floating_input(node: Any) -> bool:
+    """Whether a call's first argument, as traced, is a floating-point tensor."""
+    value = node.args[0].meta.get("val")
+    return value is not None and value.is_floating_point()
+
+
 def static_numel(shape: tuple[Any, ...] | None) -> int | None:
     """The element count of a shape whose sizes are all ints (None for a dynamic one)."""
     if shape is None or any(type(size) is not int for size in shape):

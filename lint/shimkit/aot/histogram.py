@@ -19,7 +19,7 @@ import struct
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import input_shape, rewrite_calls, static_numel
+from shimkit.aot.decompose import floating_input, input_shape, rewrite_calls, static_numel
 
 
 def _rounded(value: float, dtype: Any, torch: ModuleType) -> float:
@@ -58,8 +58,6 @@ def histograms_in_index_add_form(torch: ModuleType, exported: Any) -> tuple[Any,
     slim CPU shims compute histc."""
 
     def call(node: Any) -> bool:
-        value = node.args[0].meta.get("val")
-        numel = static_numel(input_shape(node))
-        return value is not None and value.is_floating_point() and numel not in (None, 0)
+        return floating_input(node) and static_numel(input_shape(node)) not in (None, 0)
 
     return rewrite_calls(exported, {torch.ops.aten.histc.default: (_histc(torch), call)})

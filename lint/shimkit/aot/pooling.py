@@ -23,7 +23,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import argument, input_shape, rewrite_calls, static_numel
+from shimkit.aot.decompose import (
+    argument,
+    floating_input,
+    input_shape,
+    rewrite_calls,
+    static_numel,
+)
 
 # Inductor's largest pooling window (elements) before it falls back (torch 2.11, 2.13).
 INDUCTOR_WINDOW_LIMIT = 25
@@ -255,23 +261,19 @@ def pools_in_masked_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     blobs only: the slim CPU shims pool natively."""
     aten = torch.ops.aten
 
-    def floating(node: Any) -> bool:
-        value = node.args[0].meta.get("val")
-        return value is not None and value.is_floating_point()
-
     def max_call(node: Any) -> bool:
         return _max_pool_applies(
-            input_shape(node), floating(node), node.args[1], argument(node, 2, "stride", ()),
+            input_shape(node), floating_input(node), node.args[1], argument(node, 2, "stride", ()),
             argument(node, 4, "dilation", 1),
         )  # fmt: skip
 
     def avg_call(node: Any) -> bool:
         return _avg_pool_applies(
-            input_shape(node), floating(node), node.args[1], argument(node, 2, "stride", ())
+            input_shape(node), floating_input(node), node.args[1], argument(node, 2, "stride", ())
         )
 
     def adaptive_call(node: Any) -> bool:
-        return _adaptive_applies(input_shape(node), floating(node), node.args[1])
+        return _adaptive_applies(input_shape(node), floating_input(node), node.args[1])
 
     return rewrite_calls(
         exported,

@@ -20,7 +20,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import argument, input_shape, rewrite_calls, static_numel
+from shimkit.aot.decompose import (
+    argument,
+    floating_input,
+    input_shape,
+    rewrite_calls,
+    static_numel,
+)
 
 # The most elements the comparison mask may have (4 Mi booleans).
 DENSE_LIMIT = 4 * 1024 * 1024
@@ -116,33 +122,25 @@ def _index_reduce(torch: ModuleType) -> Any:
     return index_reduce
 
 
-def _floating(node: Any) -> bool:
-    value = node.args[0].meta.get("val")
-    return value is not None and value.is_floating_point()
-
-
 def scatter_reductions_in_dense_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     """(`exported` with every floating-point scatter_reduce and index_reduce of amax, amin,
     prod or mean whose comparison mask fits DENSE_LIMIT in its dense form, how many calls
     were rewritten). For slim CUDA blobs only: the slim CPU shims compute both."""
     aten = torch.ops.aten
 
-    def scatter_call(node: Any) -> bool:
-        return _applies(
-            input_shape(node, 0), input_shape(node, 2), int(node.args[1]),
-            argument(node, 4, "reduce", ""), _floating(node),
-        )  # fmt: skip
+    def reducing_from(source: int) -> Any:  # the check of a call whose source is arg `source`
+        def check(node: Any) -> bool:
+            return _applies(
+                input_shape(node, 0), input_shape(node, source), int(node.args[1]),
+                argument(node, 4, "reduce", ""), floating_input(node),
+            )  # fmt: skip
 
-    def index_call(node: Any) -> bool:
-        return _applies(
-            input_shape(node, 0), input_shape(node, 3), int(node.args[1]),
-            argument(node, 4, "reduce", ""), _floating(node),
-        )  # fmt: skip
+        return check
 
     return rewrite_calls(
         exported,
         {
-            aten.scatter_reduce.two: (_scatter_reduce(torch), scatter_call),
-            aten.index_reduce.default: (_index_reduce(torch), index_call),
+            aten.scatter_reduce.two: (_scatter_reduce(torch), reducing_from(2)),
+            aten.index_reduce.default: (_index_reduce(torch), reducing_from(3)),
         },
     )
