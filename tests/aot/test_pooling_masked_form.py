@@ -64,11 +64,13 @@ def rewritten(model: Any, *inputs: Any, dynamic_shapes: Any = None) -> tuple[Any
 
 
 def features(shape: tuple[int, ...], seed: int) -> Any:
-    """Random values with a block of -inf at the top-left corner (next to the padding) and
-    a block of ties."""
+    """Random values with a block of -inf at the top-left corner (next to the padding), a
+    block of ties, and two ties that are not a block."""
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed))
     x[..., :8, :8] = float("-inf")
     x[..., 3:6, 10:15] = 2.5
+    # Two equal maxima, the first in row-major order to the right of the other's column.
+    x[..., 12, 14] = x[..., 13, 12] = 9.0
     return x
 
 

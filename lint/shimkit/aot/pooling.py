@@ -7,11 +7,12 @@ reaches through their shims. The slim CUDA shims run those on the host: a round 
 call, and a run that cannot be captured whole in a CUDA graph (spatial pyramid pooling with
 9x9 and 13x13 windows, or regions pooled into tokens). For a slim CUDA target compile
 rewrites such calls into reductions Inductor generates, one spatial dim at a time: each
-output row's window is a mask over the input's rows (start and end as ATen computes them:
-kernel, stride, padding and ceil_mode, or adaptive), the masked rows are reduced, then the
-same along the columns. A max pool's index is its row times the width plus its column:
-the first largest value in row-major order, a window holding only -inf names its first
-element, as in ATen; where a window holds NaN the value is NaN as in ATen, and the index
+output's window along a dim is a mask over the input's positions (start and end as ATen
+computes them: kernel, stride, padding and ceil_mode, or adaptive), and the masked elements
+are reduced along that dim, then along the other. A max pool reduces the columns first and
+its index is its row times the width plus its column: the first largest value in row-major
+order, as ATen scans (the first row holding the window's maximum, at its first column), and
+a window holding only -inf names its first element, as in ATen; where a window holds NaN the value is NaN as in ATen, and the index
 names one of its NaNs (ATen's names the last). An average divides the window's sum by
 ATen's divisor (padding counted or not, or the override). The masks make the work of a
 pass the output's rows times the input's: calls whose larger pass would exceed
@@ -80,21 +81,23 @@ def _within_window(torch: ModuleType, index: Any, first: Any) -> Any:
 
 
 def _masked_max(torch: ModuleType, x: Any, rows: Any, columns: Any) -> tuple[Any, Any]:
-    """The max over each window of `x`'s last two dims, and its row-major index (first
-    largest; the window's first element when all are -inf)."""
+    """The max over each window of `x`'s last two dims, and its row-major index (the first
+    largest in row-major order, as ATen scans; the window's first element when all are
+    -inf). Columns are reduced first, so each row's maximum comes with its first column, and
+    then the first row holding the window's maximum picks its column."""
     width = x.shape[-1]
     row_starts = rows.to(torch.int64).argmax(-1)  # each window's first row, [out_h]
     column_starts = columns.to(torch.int64).argmax(-1)
-    # Rows: [..., out_h, W] maxima and the row each came from.
-    picked = torch.where(rows[:, :, None], x.unsqueeze(-3), float("-inf"))
-    values, where_row = picked.max(-2)
-    where_row = _within_window(torch, where_row, row_starts[:, None])
-    # Columns: [..., out_h, out_w], and the row of the chosen column.
-    picked = torch.where(columns, values.unsqueeze(-2), float("-inf"))
+    # Columns: [..., H, out_w] maxima and the column each came from.
+    picked = torch.where(columns, x.unsqueeze(-2), float("-inf"))
     values, where_column = picked.max(-1)
     where_column = _within_window(torch, where_column, column_starts)
-    row = where_row.gather(-1, where_column)
-    return values, row * width + where_column
+    # Rows: [..., out_h, out_w], and the column of the chosen row.
+    picked = torch.where(rows[:, :, None], values.unsqueeze(-3), float("-inf"))
+    values, where_row = picked.max(-2)
+    where_row = _within_window(torch, where_row, row_starts[:, None])
+    column = where_column.gather(-2, where_row)
+    return values, where_row * width + column
 
 
 def _masked_sum(torch: ModuleType, x: Any, rows: Any, columns: Any) -> Any:
@@ -213,7 +216,9 @@ def _passes_fit(shape: tuple[Any, ...], out_h: int, out_w: int) -> bool:
         return False
     height, width = shape[-2], shape[-1]
     planes = numel // max(1, height * width)
-    return planes * max(out_h * height * width, out_h * out_w * width) <= DENSE_LIMIT
+    # The max pools reduce the columns first, [..., H, out_w, W]; the sums the rows first,
+    # [..., out_h, H, W]; the second passes are no larger than the first.
+    return planes * height * width * max(out_h, out_w) <= DENSE_LIMIT
 
 
 def _poolable(shape: Any, floating: bool) -> bool:
