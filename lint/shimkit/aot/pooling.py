@@ -13,10 +13,11 @@ are reduced along that dim, then along the other. A max pool reduces the columns
 its index is its row times the width plus its column: the first largest value in row-major
 order, as ATen scans (the first row holding the window's maximum, at its first column), and
 a window holding only -inf names its first element, as in ATen; where a window holds NaN
-the value is NaN as in ATen, and the index names one of its NaNs (ATen's names the last). An average divides the window's sum by
-ATen's divisor (padding counted or not, or the override). The masks make the work of a
-pass the output's rows times the input's: calls whose larger pass would exceed
-`DENSE_LIMIT` elements, with dilation, or with dynamic sizes keep the fallback.
+the value is NaN as in ATen, and the index names one of its NaNs (ATen's names the last).
+An average divides the window's sum by ATen's divisor (padding counted or not, or the
+override). The masks make the work of a pass the output's positions times the input's
+along its dim: calls whose larger pass would exceed `DENSE_LIMIT` elements, with dilation,
+or with dynamic sizes keep the fallback.
 """
 
 from __future__ import annotations
