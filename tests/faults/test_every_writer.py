@@ -27,14 +27,19 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lint" / "shimkit"
 OLD = b"old contents the user keeps\n"
 
 
-def _killed_at_the_rename(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _killed_at_the_rename(
+    argv: list[str], cwd: Path, target_dir: Path
+) -> subprocess.CompletedProcess[str]:
     """Run the CLI in a child that SIGKILLs itself when shimkit.fileio is about to rename
-    a finished temp file over its target (other os.replace callers, torch's caches, pass)."""
+    a finished temp file over its target in `target_dir` (other os.replace callers, torch's
+    caches, and shimkit's own caches, which a first run on a machine fills through
+    shimkit.fileio too, pass)."""
     code = (
         "import os, signal, sys\n"
         "real = os.replace\n"
         "def replace(*args, **kwargs):\n"
-        "    if sys._getframe(1).f_globals.get('__name__') == 'shimkit.fileio':\n"
+        "    if (sys._getframe(1).f_globals.get('__name__') == 'shimkit.fileio'\n"
+        f"            and os.path.dirname(os.fspath(args[1])) == {str(target_dir)!r}):\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return real(*args, **kwargs)\n"
         "os.replace = replace\n"
@@ -100,7 +105,7 @@ def test_killed_writer_keeps_the_old_file(
         "model": repo_root / "examples" / "models" / "mlp.py",
     }
     argv = [part.format(**fill) for part in template]
-    killed = _killed_at_the_rename(argv, tmp_path)
+    killed = _killed_at_the_rename(argv, tmp_path, out_dir)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert out.read_bytes() == OLD  # whole, old, never truncated
     assert len(_leftovers(out_dir)) == 1  # SIGKILL runs no cleanup: the finished temp is left
