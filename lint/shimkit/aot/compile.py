@@ -296,9 +296,9 @@ def in_math_form(
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
     kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum and mean embedding
     bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
-    amax/amin/prod/mean scatters, `.scatter`; large-window 2-D pools, `.pooling`; histc,
-    `.histogram`; mode, `.mode`; whole-tensor medians, `.median`), and one note per kind
-    rewritten, saying
+    amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor
+    leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
+    medians, `.median`), and one note per kind rewritten, saying
     so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
     bincount, unique and norm-limited embedding lookups are always rewritten where the
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
@@ -340,9 +340,9 @@ def in_math_form(
         (slim_cuda, scatter_reductions_in_dense_form, "scatter_reduce/index_reduce call(s) "
          "(amax, amin, prod, mean) compiled as dense comparisons (Inductor generates the "
          "kernels on CUDA; the slim CUDA shims would reduce on the host)"),
-        (slim_cuda, pools_in_masked_form, "2-D pool(s) over windows of more than 25 "
-         "elements compiled as masked reductions (Inductor generates the kernels on CUDA; the "
-         "slim CUDA shims would pool on the host)"),
+        (slim_cuda, pools_in_masked_form, "average or adaptive pool(s) compiled as masked "
+         "reductions (Inductor generates the kernels on CUDA; the slim CUDA shims would pool "
+         "on the host)"),
         (slim_cuda, histograms_in_index_add_form, "histc call(s) compiled as bin indices and "
          "an index-add (Inductor generates the kernels on CUDA; the slim CUDA shims would "
          "count on the host)"),

@@ -1,23 +1,24 @@
-"""2-D pools over windows of more than 25 elements as masked reductions, for slim CUDA blobs.
+"""Average and adaptive pools Inductor leaves to fallbacks, as masked reductions, for slim
+CUDA blobs.
 
-Inductor generates 2-D pooling kernels for windows of up to 25 elements; beyond that it
-leaves max pools (with or without indices), average pools whose stride differs from their
-kernel, and adaptive pools whose largest window is that big to ATen's kernels, which a blob
-reaches through their shims. The slim CUDA shims run those on the host: a round trip per
-call, and a run that cannot be captured whole in a CUDA graph (spatial pyramid pooling with
-9x9 and 13x13 windows, or regions pooled into tokens). For a slim CUDA target compile
+Inductor generates pooling kernels itself for max pools of any window and for average and
+adaptive pools over windows of up to 25 elements. It leaves to ATen's kernels, which a blob
+reaches through their shims: 2-D and 3-D average pools over larger windows whose stride
+differs from their kernel, 2-D adaptive pools whose largest window (Inductor's estimate) is
+larger, and every 3-D adaptive pool but a global average. The slim CUDA shims run those on
+the host: a round trip per call, and a run that cannot be captured whole in a CUDA graph
+(regions pooled into tokens, a video net's pooled features). For a slim CUDA target compile
 rewrites such calls into reductions Inductor generates, one spatial dim at a time: each
 output's window along a dim is a mask over the input's positions (start and end as ATen
 computes them: kernel, stride, padding and ceil_mode, or adaptive), and the masked elements
-are reduced along that dim, then along the other. A max pool reduces the columns first and
-its index is its row times the width plus its column: the first largest value in row-major
-order, as ATen scans (the first row holding the window's maximum, at its first column), and
-a window holding only -inf names its first element, as in ATen; where a window holds NaN
-the value is NaN as in ATen, and the index names one of its NaNs (ATen's names the last).
-An average divides the window's sum by ATen's divisor (padding counted or not, or the
-override). The masks make the work of a pass the output's positions times the input's
-along its dim: calls whose larger pass would exceed `DENSE_LIMIT` elements, with dilation,
-or with dynamic sizes keep the fallback.
+are reduced along that dim, then along the next. An average divides the window's sum by
+ATen's divisor (padding counted or not, or the override). An adaptive max pool reduces the
+last dim first and its index is the flat position of the first largest value in row-major
+order, as ATen scans (a window holding only -inf names its first element); where a window
+holds NaN the value is NaN as in ATen, and the index names one of its NaNs (ATen's, the
+last). The masks make each pass's work the output's positions times the input's along its
+dim: calls whose first pass would exceed `DENSE_LIMIT` elements, with dynamic sizes, or
+over non-floating input keep the fallback.
 """
 
 from __future__ import annotations
@@ -35,16 +36,17 @@ from shimkit.aot.decompose import (
 
 # Inductor's largest pooling window (elements) before it falls back (torch 2.11, 2.13).
 INDUCTOR_WINDOW_LIMIT = 25
-# The most elements one masked pass may reduce over (16 MiB of float32).
+# The most elements a masked pass may reduce over (16 MiB of float32).
 DENSE_LIMIT = 4 * 1024 * 1024
 
 
-def _pair(value: Any, default: Any = None) -> tuple[int, int]:
+def _sizes(value: Any, n: int, default: Any = None) -> tuple[int, ...]:
+    """A pool argument (an int, or a list of 1 or n) as n sizes."""
     if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
         value = default
     if isinstance(value, int):
-        return value, value
-    return (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
+        return (value,) * n
+    return tuple(value) * n if len(value) == 1 else tuple(value)
 
 
 def _pooled_size(length: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
@@ -55,101 +57,75 @@ def _pooled_size(length: int, kernel: int, stride: int, padding: int, ceil_mode:
     return out
 
 
-def _fixed_windows(
-    torch: ModuleType, out: int, kernel: int, stride: int, padding: int, device: Any
-) -> tuple[Any, Any]:
-    """The unclipped [start, end) of each of `out` fixed windows (padding included)."""
-    starts = torch.arange(out, device=device) * stride - padding
-    return starts, starts + kernel
-
-
-def _adaptive_windows(torch: ModuleType, out: int, length: int, device: Any) -> tuple[Any, Any]:
-    """ATen's adaptive [start, end) of each of `out` windows over `length` elements."""
-    index = torch.arange(out, device=device)
-    return (index * length) // out, ((index + 1) * length + out - 1) // out
-
-
 def _mask(torch: ModuleType, starts: Any, ends: Any, length: int) -> Any:
     """[out, length]: which elements each window holds (padding is outside the input)."""
     positions = torch.arange(length, device=starts.device)
     return (positions >= starts[:, None]) & (positions < ends[:, None])
 
 
+def _adaptive_masks(
+    torch: ModuleType, x: Any, output_size: tuple[int, ...]
+) -> tuple[list[Any], Any]:
+    """ATen's adaptive windows along each pooled dim as masks, and each output's element
+    count (broadcast over the pooled dims)."""
+    n = len(output_size)
+    masks, count = [], None
+    for k, out in enumerate(output_size):
+        length = x.shape[x.dim() - n + k]
+        index = torch.arange(out, device=x.device)
+        starts, ends = (index * length) // out, ((index + 1) * length + out - 1) // out
+        masks.append(_mask(torch, starts, ends, length))
+        along = (ends - starts).view([-1 if j == k else 1 for j in range(n)])
+        count = along if count is None else count * along
+    return masks, count
+
+
+def _along(torch: ModuleType, y: Any, axis: int, mask: Any, fill: float, reduce: str) -> Any:
+    """`y` reduced along `axis` over each window of `mask` ([out, L]), the windows in place
+    of the axis: the sums, or (for "max") the maxima and their positions along the axis."""
+    picked = torch.where(mask, y.movedim(axis, -1).unsqueeze(-2), fill)  # [..., out, L]
+    if reduce == "sum":
+        return picked.sum(-1).movedim(-1, axis)
+    values, index = picked.max(-1)  # the first largest
+    return values.movedim(-1, axis), index.movedim(-1, axis)
+
+
+def _masked_sum(torch: ModuleType, x: Any, masks: list[Any]) -> Any:
+    n = len(masks)
+    for k, mask in enumerate(masks):
+        x = _along(torch, x, x.dim() - n + k, mask, 0.0, "sum")
+    return x
+
+
 def _within_window(torch: ModuleType, index: Any, first: Any) -> Any:
-    """A max's index moved to its window's first element where it fell before it: the
+    """A max's position moved to its window's first element where it fell before it: the
     first occurrence of -inf, when the whole window is -inf, can be a masked position."""
     return torch.maximum(index, first)
 
 
-def _masked_max(torch: ModuleType, x: Any, rows: Any, columns: Any) -> tuple[Any, Any]:
-    """The max over each window of `x`'s last two dims, and its row-major index (the first
-    largest in row-major order, as ATen scans; the window's first element when all are
-    -inf). Columns are reduced first, so each row's maximum comes with its first column, and
-    then the first row holding the window's maximum picks its column."""
-    width = x.shape[-1]
-    row_starts = rows.to(torch.int64).argmax(-1)  # each window's first row, [out_h]
-    column_starts = columns.to(torch.int64).argmax(-1)
-    # Columns: [..., H, out_w] maxima and the column each came from.
-    picked = torch.where(columns, x.unsqueeze(-2), float("-inf"))
-    values, where_column = picked.max(-1)
-    where_column = _within_window(torch, where_column, column_starts)
-    # Rows: [..., out_h, out_w], and the column of the chosen row.
-    picked = torch.where(rows[:, :, None], values.unsqueeze(-3), float("-inf"))
-    values, where_row = picked.max(-2)
-    where_row = _within_window(torch, where_row, row_starts[:, None])
-    column = where_column.gather(-2, where_row)
-    return values, where_row * width + column
+def _masked_max(torch: ModuleType, x: Any, masks: list[Any]) -> tuple[Any, Any]:
+    """The max over each window of `x`'s last len(masks) dims and its flat index there (the
+    first largest in row-major order). The last dim is reduced first, so each remaining
+    position's maximum comes with its first position along the reduced dims; a dim
+    reduced later picks the first position holding the maximum and gathers the inner
+    positions found there."""
+    n = len(masks)
+    sizes = x.shape[-n:]
+    values, inner = x, []
+    for k in reversed(range(n)):
+        axis = x.dim() - n + k
+        values, index = _along(torch, values, axis, masks[k], float("-inf"), "max")
+        first = masks[k].to(torch.int64).argmax(-1)  # each window's first position
+        index = _within_window(torch, index, first.view([-1] + [1] * (n - 1 - k)))
+        inner = [index, *(position.gather(axis, index) for position in inner)]
+    flat = inner[0]
+    for k in range(1, n):
+        flat = flat * sizes[k] + inner[k]
+    return values, flat
 
 
-def _masked_sum(torch: ModuleType, x: Any, rows: Any, columns: Any) -> Any:
-    summed = torch.where(rows[:, :, None], x.unsqueeze(-3), 0).sum(-2)  # [..., out_h, W]
-    return torch.where(columns, summed.unsqueeze(-2), 0).sum(-1)  # [..., out_h, out_w]
-
-
-def _max_pool(torch: ModuleType) -> Any:
-    def max_pool2d_with_indices(
-        x: Any,
-        kernel_size: Any,
-        stride: Any = (),
-        padding: Any = 0,
-        dilation: Any = 1,
-        ceil_mode: bool = False,
-    ) -> tuple[Any, Any]:
-        if not _max_pool_applies(
-            tuple(x.shape), x.is_floating_point(), kernel_size, stride, dilation
-        ):
-            return NotImplemented
-        kernel, steps, pads = _pair(kernel_size), _pair(stride, kernel_size), _pair(padding)
-        masks = []
-        for dim in (0, 1):
-            length = x.shape[dim - 2]
-            out = _pooled_size(length, kernel[dim], steps[dim], pads[dim], ceil_mode)
-            starts, ends = _fixed_windows(torch, out, kernel[dim], steps[dim], pads[dim], x.device)
-            masks.append(_mask(torch, starts, ends, length))
-        return _masked_max(torch, x, *masks)
-
-    return max_pool2d_with_indices
-
-
-def _plain_max_pool(torch: ModuleType) -> Any:
-    pooled = _max_pool(torch)
-
-    def max_pool2d(
-        x: Any,
-        kernel_size: Any,
-        stride: Any = (),
-        padding: Any = 0,
-        dilation: Any = 1,
-        ceil_mode: bool = False,
-    ) -> Any:
-        result = pooled(x, kernel_size, stride, padding, dilation, ceil_mode)
-        return result if result is NotImplemented else result[0]
-
-    return max_pool2d
-
-
-def _avg_pool(torch: ModuleType) -> Any:
-    def avg_pool2d(
+def _avg_pool(torch: ModuleType, n: int) -> Any:
+    def avg_pool(
         x: Any,
         kernel_size: Any,
         stride: Any = (),
@@ -158,137 +134,121 @@ def _avg_pool(torch: ModuleType) -> Any:
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> Any:
-        if not _avg_pool_applies(tuple(x.shape), x.is_floating_point(), kernel_size, stride):
+        if not _avg_pool_applies(n, tuple(x.shape), x.is_floating_point(), kernel_size, stride):
             return NotImplemented
-        kernel, steps, pads = _pair(kernel_size), _pair(stride, kernel_size), _pair(padding)
-        masks, counts = [], []
-        for dim in (0, 1):
-            length = x.shape[dim - 2]
-            out = _pooled_size(length, kernel[dim], steps[dim], pads[dim], ceil_mode)
-            starts, ends = _fixed_windows(torch, out, kernel[dim], steps[dim], pads[dim], x.device)
-            ends = ends.clamp(max=length + pads[dim])  # ATen's window, padding included
-            if count_include_pad:
-                counts.append(ends - starts)
-            else:
-                counts.append(ends.clamp(max=length) - starts.clamp(min=0))
+        kernel, steps = _sizes(kernel_size, n), _sizes(stride, n, kernel_size)
+        pads = _sizes(padding, n)
+        masks, count = [], None
+        for k in range(n):
+            length = x.shape[x.dim() - n + k]
+            out = _pooled_size(length, kernel[k], steps[k], pads[k], ceil_mode)
+            starts = torch.arange(out, device=x.device) * steps[k] - pads[k]
+            ends = (starts + kernel[k]).clamp(max=length + pads[k])  # ATen's, padding in
             masks.append(_mask(torch, starts, ends, length))
-        summed = _masked_sum(torch, x, *masks)
+            if count_include_pad:
+                along = ends - starts
+            else:
+                along = ends.clamp(max=length) - starts.clamp(min=0)
+            along = along.view([-1 if j == k else 1 for j in range(n)])
+            count = along if count is None else count * along
+        summed = _masked_sum(torch, x, masks)
         if divisor_override:
             return summed / divisor_override
-        return summed / (counts[0][:, None] * counts[1][None, :]).to(x.dtype)
+        return summed / count.to(x.dtype)
 
-    return avg_pool2d
-
-
-def _adaptive_masks(torch: ModuleType, x: Any, output_size: Any) -> tuple[Any, Any, Any]:
-    masks, counts = [], []
-    for dim in (0, 1):
-        length = x.shape[dim - 2]
-        starts, ends = _adaptive_windows(torch, output_size[dim], length, x.device)
-        masks.append(_mask(torch, starts, ends, length))
-        counts.append(ends - starts)
-    return masks[0], masks[1], counts[0][:, None] * counts[1][None, :]
+    return avg_pool
 
 
-def _adaptive_avg_pool(torch: ModuleType) -> Any:
-    def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
-        if not _adaptive_applies(tuple(x.shape), x.is_floating_point(), output_size):
+def _adaptive_avg_pool(torch: ModuleType, n: int) -> Any:
+    def adaptive_avg_pool(x: Any, output_size: Any) -> Any:
+        if not _adaptive_applies(n, tuple(x.shape), x.is_floating_point(), output_size, True):
             return NotImplemented
-        rows, columns, counts = _adaptive_masks(torch, x, output_size)
-        return _masked_sum(torch, x, rows, columns) / counts.to(x.dtype)
+        masks, count = _adaptive_masks(torch, x, _sizes(output_size, n))
+        return _masked_sum(torch, x, masks) / count.to(x.dtype)
 
-    return adaptive_avg_pool2d
+    return adaptive_avg_pool
 
 
-def _adaptive_max_pool(torch: ModuleType) -> Any:
-    def adaptive_max_pool2d(x: Any, output_size: Any) -> tuple[Any, Any]:
-        if not _adaptive_applies(tuple(x.shape), x.is_floating_point(), output_size):
+def _adaptive_max_pool(torch: ModuleType, n: int) -> Any:
+    def adaptive_max_pool(x: Any, output_size: Any) -> tuple[Any, Any]:
+        if not _adaptive_applies(n, tuple(x.shape), x.is_floating_point(), output_size, False):
             return NotImplemented
-        rows, columns, _ = _adaptive_masks(torch, x, output_size)
-        return _masked_max(torch, x, rows, columns)
+        masks, _ = _adaptive_masks(torch, x, _sizes(output_size, n))
+        return _masked_max(torch, x, masks)
 
-    return adaptive_max_pool2d
+    return adaptive_max_pool
 
 
-def _passes_fit(shape: tuple[Any, ...], out_h: int, out_w: int) -> bool:
-    """Whether both masked passes over `shape` (its last two dims pooled) fit DENSE_LIMIT."""
+def _first_pass_fits(shape: tuple[int, ...], outputs: tuple[int, ...]) -> bool:
+    """Whether the largest masked pass (the first: every dim at its full size, one dim's
+    positions times its windows) fits DENSE_LIMIT."""
     numel = static_numel(shape)
-    if numel is None or len(shape) not in (3, 4):
+    return numel is not None and numel * max(outputs) <= DENSE_LIMIT
+
+
+def _poolable(n: int, shape: Any, floating: bool) -> bool:
+    """A floating-point input of static shape with n pooled dims and one or two more."""
+    return floating and static_numel(shape) is not None and len(shape) in (n + 1, n + 2)
+
+
+def _avg_pool_applies(n: int, shape: Any, floating: bool, kernel_size: Any, stride: Any) -> bool:
+    if not _poolable(n, shape, floating):
         return False
-    height, width = shape[-2], shape[-1]
-    planes = numel // max(1, height * width)
-    # The max pools reduce the columns first, [..., H, out_w, W]; the sums the rows first,
-    # [..., out_h, H, W]; the second passes are no larger than the first.
-    return planes * height * width * max(out_h, out_w) <= DENSE_LIMIT
-
-
-def _poolable(shape: Any, floating: bool) -> bool:
-    """A floating-point 3-D or 4-D input of static shape (the masks fill with -inf)."""
-    return floating and static_numel(shape) is not None and len(shape) in (3, 4)
-
-
-def _max_pool_applies(
-    shape: Any, floating: bool, kernel_size: Any, stride: Any, dilation: Any
-) -> bool:
-    if not _poolable(shape, floating):
-        return False
-    kernel, steps = _pair(kernel_size), _pair(stride, kernel_size)
-    if _pair(dilation) != (1, 1) or kernel[0] * kernel[1] <= INDUCTOR_WINDOW_LIMIT:
-        return False
-    return _passes_fit(shape, shape[-2] // steps[0] + 1, shape[-1] // steps[1] + 1)
-
-
-def _avg_pool_applies(shape: Any, floating: bool, kernel_size: Any, stride: Any) -> bool:
-    if not _poolable(shape, floating):
-        return False
-    kernel, steps = _pair(kernel_size), _pair(stride, kernel_size)
-    if kernel[0] * kernel[1] <= INDUCTOR_WINDOW_LIMIT or kernel == steps:
+    kernel, steps = _sizes(kernel_size, n), _sizes(stride, n, kernel_size)
+    window = 1
+    for size in kernel:
+        window *= size
+    if window <= INDUCTOR_WINDOW_LIMIT or kernel == steps:
         return False  # a window Inductor pools itself, or a plain reduction
-    return _passes_fit(shape, shape[-2] // steps[0] + 1, shape[-1] // steps[1] + 1)
+    outputs = tuple(length // step + 1 for length, step in zip(shape[-n:], steps, strict=True))
+    return _first_pass_fits(shape, outputs)
 
 
-def _adaptive_applies(shape: Any, floating: bool, output_size: Any) -> bool:
-    if not _poolable(shape, floating):
+def _adaptive_applies(n: int, shape: Any, floating: bool, output_size: Any, average: bool) -> bool:
+    if not _poolable(n, shape, floating):
         return False
-    (height, width), (out_h, out_w) = shape[-2:], _pair(output_size)
-    if out_h == 0 or out_w == 0:
+    inputs, outputs = shape[-n:], _sizes(output_size, n)
+    if 0 in outputs:
         return False
-    if height % out_h == 0 and width % out_w == 0:
-        return False  # equal windows: Inductor's own average pool or decomposition
-    largest = -(-(height + out_h - 1) // out_h) * -(-(width + out_w - 1) // out_w)
-    if largest <= INDUCTOR_WINDOW_LIMIT:  # Inductor's estimate, as it decides
-        return False
-    return _passes_fit(shape, out_h, out_w)
+    if n == 3:  # Inductor has no 3-D adaptive pools but ATen's global average (a mean)
+        return not (average and outputs == (1, 1, 1)) and _first_pass_fits(shape, outputs)
+    if all(length % out == 0 for length, out in zip(inputs, outputs, strict=True)):
+        return False  # equal windows: Inductor's average pool or decomposition
+    largest = 1
+    for length, out in zip(inputs, outputs, strict=True):
+        largest *= -(-(length + out - 1) // out)  # Inductor's estimate, as it decides
+    return largest > INDUCTOR_WINDOW_LIMIT and _first_pass_fits(shape, outputs)
 
 
 def pools_in_masked_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
-    """(`exported` with every 2-D pool Inductor would leave to its fallback in its masked
-    form, where the passes fit DENSE_LIMIT, how many calls were rewritten). For slim CUDA
-    blobs only: the slim CPU shims pool natively."""
+    """(`exported` with every 2-D and 3-D average or adaptive pool Inductor would leave to
+    its fallback in its masked form, where the first pass fits DENSE_LIMIT, how many calls
+    were rewritten). For slim CUDA blobs only: the slim CPU shims pool natively."""
     aten = torch.ops.aten
+    forms = {}
+    for n, avg, adaptive_avg, adaptive_avg_impl, adaptive_max in (
+        (2, aten.avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d,
+         aten.adaptive_max_pool2d),
+        (3, aten.avg_pool3d, aten.adaptive_avg_pool3d, aten._adaptive_avg_pool3d,
+         aten.adaptive_max_pool3d),
+    ):  # fmt: skip
 
-    def max_call(node: Any) -> bool:
-        return _max_pool_applies(
-            input_shape(node), floating_input(node), node.args[1], argument(node, 2, "stride", ()),
-            argument(node, 4, "dilation", 1),
-        )  # fmt: skip
+        def avg_call(node: Any, n: int = n) -> bool:
+            return _avg_pool_applies(
+                n, input_shape(node), floating_input(node), node.args[1],
+                argument(node, 2, "stride", ()),
+            )  # fmt: skip
 
-    def avg_call(node: Any) -> bool:
-        return _avg_pool_applies(
-            input_shape(node), floating_input(node), node.args[1], argument(node, 2, "stride", ())
-        )
+        def adaptive_call(node: Any, n: int = n, average: bool = True) -> bool:
+            return _adaptive_applies(
+                n, input_shape(node), floating_input(node), node.args[1], average
+            )
 
-    def adaptive_call(node: Any) -> bool:
-        return _adaptive_applies(input_shape(node), floating_input(node), node.args[1])
+        def adaptive_max_call(node: Any, n: int = n) -> bool:
+            return adaptive_call(node, n, average=False)
 
-    return rewrite_calls(
-        exported,
-        {
-            aten.max_pool2d.default: (_plain_max_pool(torch), max_call),
-            aten.max_pool2d_with_indices.default: (_max_pool(torch), max_call),
-            aten.avg_pool2d.default: (_avg_pool(torch), avg_call),
-            aten.adaptive_avg_pool2d.default: (_adaptive_avg_pool(torch), adaptive_call),
-            aten._adaptive_avg_pool2d.default: (_adaptive_avg_pool(torch), adaptive_call),
-            aten.adaptive_max_pool2d.default: (_adaptive_max_pool(torch), adaptive_call),
-        },
-    )
+        forms[avg.default] = (_avg_pool(torch, n), avg_call)
+        forms[adaptive_avg.default] = (_adaptive_avg_pool(torch, n), adaptive_call)
+        forms[adaptive_avg_impl.default] = (_adaptive_avg_pool(torch, n), adaptive_call)
+        forms[adaptive_max.default] = (_adaptive_max_pool(torch, n), adaptive_max_call)
+    return rewrite_calls(exported, forms)
