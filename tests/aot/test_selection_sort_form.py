@@ -7,9 +7,12 @@ the CPU (the form is device-neutral; the device runs are in docs/benchmarks.md):
 indices against torch (largest and smallest, unsorted, other dims, NaN, ties: the lowest
 index first), kthvalue with and without keepdim, the mixture-of-experts router of the zoo;
 the rewrite leaves no topk (control: as exported there is one), and a wrong form (ascending
-for the largest) fails the same comparison (control). Left alone: a dim over Inductor's sort
-limit, a dynamic dim, a 0-dim input, and every call when `in_math_form` is not asked
-(the CPU and libtorch targets). A rewritten program compiles and runs on the slim CPU
+for the largest) fails the same comparison (control). Along a dim over Inductor's sort
+limit (a vocabulary of 50257), selection in rounds of chunks gives a stable sort's values
+and indices (ties, NaN, infinities, integers, a row of NaN only; a round that keeps the
+padding's indices fails the comparison: control). Left alone: such a dim with k over the
+rounds' limit, a dynamic dim, a 0-dim input, and every call when `in_math_form` is not
+asked (the CPU and libtorch targets). A rewritten program compiles and runs on the slim CPU
 runtime, where it imports the sort shim instead of topk's.
 """
 
@@ -54,6 +57,14 @@ def rewritten(model: Any, x: Any, dynamic_shapes: Any = None) -> tuple[Any, int]
 
     exported = torch.export.export(model, (x,), dynamic_shapes=dynamic_shapes)
     assert selection_calls(exported)  # control: as exported, the call is there
+    return selection_in_sort_form(torch, exported)
+
+
+def rewritten_inputs(model: Any, *inputs: Any) -> tuple[Any, int]:
+    from shimkit.aot.selection import selection_in_sort_form
+
+    exported = torch.export.export(model, inputs)
+    assert selection_calls(exported)  # control: as exported, the calls are there
     return selection_in_sort_form(torch, exported)
 
 
@@ -148,12 +159,69 @@ def test_a_wrong_form_fails_the_comparison(monkeypatch: pytest.MonkeyPatch) -> N
         assert_same(program.module()(x), model(x))
 
 
-def test_left_alone_beyond_the_sort_limit_dynamic_or_0_dim() -> None:
-    from shimkit.aot.selection import INDUCTOR_SORT_LIMIT
+class LongSelections(torch.nn.Module):
+    """Top-k over a vocabulary and a k-th value along a long dim, floats and integers."""
+
+    def forward(self, x: Any, i: Any) -> tuple[Any, ...]:
+        return (
+            *torch.topk(x, 50), *torch.topk(x, 7, largest=False), *torch.kthvalue(x, 100, 1),
+            *torch.topk(x.t(), 5, dim=0), *torch.topk(i, 9), *torch.topk(i, 4, largest=False),
+        )  # fmt: skip
+
+
+def long_inputs(seed: int) -> tuple[Any, Any]:
+    """Rounded values (many ties) with NaN, a run of +inf and, for seed 2, a row of NaN."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.round(torch.randn(3, 50257, generator=generator) * 20)
+    x[0, 7] = x[1, 50000] = NAN
+    x[1, 100:200] = float("inf")
+    if seed == 2:
+        x[2] = NAN
+    return x, torch.randint(-1000, 1000, (2, 1300), generator=generator)
+
+
+def stable_selections(x: Any, i: Any) -> list[Any]:
+    """What LongSelections gives by one stable sort of each whole dim."""
+    expected = []
+    for source, k, dim, descending in (
+        (x, 50, -1, True), (x, 7, -1, False), (x, 100, 1, False), (x.t(), 5, 0, True),
+        (i, 9, -1, True), (i, 4, -1, False),
+    ):  # fmt: skip
+        values, indices = torch.sort(source, dim=dim, descending=descending, stable=True)
+        expected += [values.narrow(dim, 0, k), indices.narrow(dim, 0, k)]
+    expected[4], expected[5] = expected[4][:, 99], expected[5][:, 99]  # the k-th value
+    return expected
+
+
+def test_long_dims_select_in_rounds_as_one_stable_sort() -> None:
+    model = LongSelections()
+    program, count = rewritten_inputs(model, *long_inputs(0))
+    assert count == 6 and selection_calls(program) == []
+    for seed in range(3):
+        x, i = long_inputs(seed)
+        got, want = program.module()(x, i), model(x, i)
+        assert_same(got, stable_selections(x, i))
+        assert_same(got[::2], want[::2])  # the values are torch's too
+
+
+def test_a_round_keeping_padding_fails_the_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control: padding that sorts among the real values names indices past the dim."""
+    from shimkit.aot import selection
+
+    monkeypatch.setattr(selection, "_sorts_last", lambda torch, dtype, descending: 1e9)
+    x, i = long_inputs(0)
+    program, _ = rewritten_inputs(LongSelections(), x, i)
+    with pytest.raises(AssertionError):
+        assert_same(program.module()(x, i), stable_selections(x, i))
+
+
+def test_left_alone_past_the_rounds_limit_dynamic_or_0_dim() -> None:
+    from shimkit.aot.selection import CHUNKED_K_LIMIT, INDUCTOR_SORT_LIMIT
 
     wide = distinct((2, INDUCTOR_SORT_LIMIT + 1), 0)
-    program, count = rewritten(TopK(3, -1, True), wide)
+    program, count = rewritten(TopK(CHUNKED_K_LIMIT + 1, -1, True), wide)
     assert count == 0 and selection_calls(program) == ["aten.topk.default"]
+    assert rewritten(TopK(CHUNKED_K_LIMIT, -1, True), wide)[1] == 1
     # A dynamic selected dim; a dynamic batch beside a static one is rewritten.
     columns = torch.export.Dim("columns", min=2, max=64)
     program, count = rewritten(TopK(2, -1, True), distinct((3, 8), 0), ({1: columns},))
@@ -204,3 +272,26 @@ def test_compiled_sort_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
     plain = compile_exported(exported, tmp_path / "plain.pt2", force=True, show_progress=False)
     plain_imports = {sym.name for blob in plain.blobs.values() for sym in blob.imports}
     assert any(name.endswith("aoti_torch_cpu_topk") for name in plain_imports)
+
+
+@pytest.mark.slow
+def test_compiled_rounds_run_on_the_slim_runtime(tmp_path: Any) -> None:
+    from shimkit.aot.selection import selection_in_sort_form
+
+    from tests.aot.math_form_run import compile_and_run
+
+    class Largest(torch.nn.Module):
+        def forward(self, x: Any) -> tuple[Any, Any]:
+            values, indices = torch.topk(x, 20)
+            return values, indices
+
+    model = Largest()
+    x = torch.round(torch.randn(2, 2000) * 20)  # ties across chunks
+    exported = torch.export.export(model, (x,))
+    program, count = selection_in_sort_form(torch, exported)
+    assert count == 1
+    run = compile_and_run(program, (x,), tmp_path / "long_topk.pt2")
+    assert any(name.endswith("aoti_torch_cpu_sort_stable") for name in run.imports)
+    assert not any(name.endswith("aoti_torch_cpu_topk") for name in run.imports)
+    values, indices = torch.sort(x, descending=True, stable=True)
+    assert_same([torch.from_numpy(t) for t in run.outputs], [values[:, :20], indices[:, :20]])

@@ -10,8 +10,14 @@ Triton bitonic sort, `ir.Sort`), so compile rewrites such calls for the slim CUD
 topk(x, k) is the first k of a stable sort, descending for the largest; kthvalue(x, k) is
 element k - 1 of a stable ascending sort. Values are torch's, NaN sorting as the largest
 as in ATen; among equal values the lowest index comes first (torch leaves that order
-unspecified on CUDA). Calls along a larger or dynamic dim are left to the fallback: a
-sort of them would be a fallback too, and a slower one.
+unspecified on CUDA). Along a longer static dim (a top-k over a vocabulary), with k at
+most `CHUNKED_K_LIMIT`, the selection runs in rounds: the dim is cut into chunks of
+INDUCTOR_SORT_LIMIT (the last padded with values that sort after every real one: -inf for
+the largest, NaN for the smallest, the dtype's extreme for integers), each chunk's first k
+of a stable sort are kept with their indices, in chunk order, until the candidates fit one
+sort. The first k by (value, then index) of the whole dim are among each chunk's first k,
+so values and indices are those of one stable sort. Calls along a dynamic dim, or with a
+larger k, are left to the fallback.
 """
 
 from __future__ import annotations
@@ -26,6 +32,11 @@ from shimkit.aot.decompose import rewrite_calls
 INDUCTOR_SORT_LIMIT = 512
 
 
+# The largest k selected in rounds along a longer dim: each round keeps at most half of a
+# chunk, so the candidates shrink at least by half a round.
+CHUNKED_K_LIMIT = INDUCTOR_SORT_LIMIT // 2
+
+
 def _sortable(shape: Any, dim: int) -> bool:
     """Whether Inductor sorts along `dim` of `shape` itself: a static size within its limit
     (a 0-dim input, which torch selects from as it is, stays a fallback)."""
@@ -33,6 +44,53 @@ def _sortable(shape: Any, dim: int) -> bool:
         return False
     size = shape[dim % len(shape)]
     return type(size) is int and size <= INDUCTOR_SORT_LIMIT
+
+
+def _selectable(shape: Any, dim: int, k: int) -> bool:
+    """Whether a selection of the first `k` along `dim` of `shape` has a sort form: a dim
+    Inductor sorts, or a longer static one in rounds for k <= CHUNKED_K_LIMIT."""
+    if _sortable(shape, dim):
+        return True
+    return bool(shape) and type(shape[dim % len(shape)]) is int and 0 < k <= CHUNKED_K_LIMIT
+
+
+def _sorts_last(torch: ModuleType, dtype: Any, descending: bool) -> Any:
+    """A value a stable sort puts after every real one of `dtype` (ties: after, by index)."""
+    if dtype.is_floating_point:
+        return float("-inf") if descending else float("nan")
+    if dtype == torch.bool:
+        return not descending
+    info = torch.iinfo(dtype)
+    return info.min if descending else info.max
+
+
+def _first_k(torch: ModuleType, x: Any, k: int, dim: int, descending: bool) -> tuple[Any, Any]:
+    """The first k along `dim` of a stable sort of `x` (values, indices), in rounds of
+    chunks Inductor sorts when the dim is longer than INDUCTOR_SORT_LIMIT."""
+    if _sortable(x.shape, dim):
+        values, indices = torch.sort(x, dim=dim, descending=descending, stable=True)
+        return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+    values = x.movedim(dim, -1)
+    indices = torch.arange(values.shape[-1], device=x.device).expand(values.shape)
+    while values.shape[-1] > INDUCTOR_SORT_LIMIT:
+        length = values.shape[-1]
+        chunks = -(-length // INDUCTOR_SORT_LIMIT)
+        padding = chunks * INDUCTOR_SORT_LIMIT - length
+        if padding:
+            fill = torch.full(
+                (*values.shape[:-1], padding), _sorts_last(torch, x.dtype, descending),
+                dtype=values.dtype, device=x.device,
+            )  # fmt: skip
+            values = torch.cat([values, fill], -1)
+            indices = torch.cat([indices, torch.zeros_like(fill, dtype=indices.dtype)], -1)
+        shape = (*values.shape[:-1], chunks, INDUCTOR_SORT_LIMIT)
+        kept, order = torch.sort(values.reshape(shape), dim=-1, descending=descending, stable=True)
+        kept, order = kept[..., :k], order[..., :k]
+        indices = indices.reshape(shape).gather(-1, order)
+        values, indices = kept.flatten(-2), indices.flatten(-2)
+    values, order = torch.sort(values, dim=-1, descending=descending, stable=True)
+    values, indices = values[..., :k], indices.gather(-1, order[..., :k])
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
 
 
 def _selected_dim(node: Any) -> int:
@@ -45,19 +103,18 @@ def _topk(torch: ModuleType) -> Any:
     def topk(
         x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     ) -> tuple[Any, Any]:
-        if not _sortable(x.shape, dim):
+        if not _selectable(x.shape, dim, k):
             return NotImplemented
-        values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
-        return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+        return _first_k(torch, x, k, dim, descending=largest)
 
     return topk
 
 
 def _kthvalue(torch: ModuleType) -> Any:
     def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Any, Any]:
-        if not _sortable(x.shape, dim):
+        if not _selectable(x.shape, dim, k):
             return NotImplemented
-        values, indices = torch.sort(x, dim=dim, stable=True)
+        values, indices = _first_k(torch, x, k, dim, descending=False)
         value, index = values.narrow(dim, k - 1, 1), indices.narrow(dim, k - 1, 1)
         if not keepdim:
             value, index = value.squeeze(dim), index.squeeze(dim)
@@ -67,13 +124,13 @@ def _kthvalue(torch: ModuleType) -> Any:
 
 
 def selection_in_sort_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
-    """(`exported` with every topk and kthvalue along a static dim of at most
-    INDUCTOR_SORT_LIMIT elements as a stable sort and a slice, how many calls were
-    rewritten). For slim CUDA blobs only: on the CPU both ops have native shims."""
+    """(`exported` with every topk and kthvalue along a static dim as a stable sort and a
+    slice, in rounds beyond INDUCTOR_SORT_LIMIT elements for k <= CHUNKED_K_LIMIT, how many
+    calls were rewritten). For slim CUDA blobs only: on the CPU both ops have native shims."""
     aten = torch.ops.aten
 
     def call(node: Any) -> bool:
-        return _sortable(node.args[0].meta["val"].shape, _selected_dim(node))
+        return _selectable(node.args[0].meta["val"].shape, _selected_dim(node), int(node.args[1]))
 
     return rewrite_calls(
         exported,
