@@ -93,7 +93,8 @@ struct shimkit_cuda_model {
   std::vector<std::vector<int64_t>> input_geometry;
   void* exec = nullptr;
   uint64_t pool = 0;
-  int64_t host_steps = 0;  // host fallbacks in the graph
+  int64_t host_steps = 0;       // host fallbacks in the graph
+  std::string host_step_names;  // their ops, "topk, histc"
   int choice_runs = 0;
   double best_replay_us = -1, best_eager_us = -1;
 
@@ -110,6 +111,7 @@ struct shimkit_cuda_model {
     static_out.clear();
     input_geometry.clear();
     host_steps = 0;
+    host_step_names.clear();
     choice_runs = 0;
     best_replay_us = best_eager_us = -1;
   }
@@ -227,11 +229,12 @@ void give_up_graphs(shimkit_cuda_model* m, const std::string& why) {
   m->graph_status = "eager: " + why;
 }
 
-// "replaying", with the number of host steps when the graph has any.
+// "replaying", with the number of host steps and their ops when the graph has
+// any: "replaying, 2 host steps (topk, histc)".
 std::string replaying_status(const shimkit_cuda_model& m) {
   if (m.host_steps == 0) return "replaying";
   return "replaying, " + std::to_string(m.host_steps) + " host step" +
-         (m.host_steps == 1 ? "" : "s");
+         (m.host_steps == 1 ? "" : "s") + " (" + m.host_step_names + ")";
 }
 
 // Launches the captured graph; the outputs alias its output buffers.
@@ -285,9 +288,9 @@ int run_to_choose(shimkit_cuda_model* m, Handles* call_in, Handles* outs) {
   if (best < 0 || us < best) best = us;
   if (++m->choice_runs < kChoiceRuns) return SHIMKIT_OK;
   if (m->best_replay_us > m->best_eager_us) {
-    give_up_graphs(m, "replay with " + std::to_string(m->host_steps) + " host step(s) took " +
-                          microseconds(m->best_replay_us) + ", an eager run " +
-                          microseconds(m->best_eager_us));
+    give_up_graphs(m, "replay with " + std::to_string(m->host_steps) + " host step(s) (" +
+                          m->host_step_names + ") took " + microseconds(m->best_replay_us) +
+                          ", an eager run " + microseconds(m->best_eager_us));
   } else {
     m->graph_state = 2;
     m->graph_status = replaying_status(*m);
@@ -368,6 +371,10 @@ int run_graph(shimkit_cuda_model* m, Handles* inputs, Handles* outs) {
     m->static_out.assign(captured.h.begin(), captured.h.end());
     std::fill(captured.h.begin(), captured.h.end(), nullptr);
     m->host_steps = shimkit_cuda_graph_host_steps(m->pool);
+    std::string names(static_cast<size_t>(shimkit_cuda_graph_host_step_names(m->pool, nullptr, 0)),
+                      '\0');
+    shimkit_cuda_graph_host_step_names(m->pool, names.data(), names.size() + 1);
+    m->host_step_names = names;
     m->graph_state = m->host_steps == 0 ? 2 : 3;
     m->graph_status = replaying_status(*m);
     if (m->graph_state == 3) m->graph_status += "; timing replay against eager";

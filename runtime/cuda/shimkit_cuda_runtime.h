@@ -66,9 +66,9 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_bench(shimkit_cuda_model* model,
  * against eager runs over the next runs and kept only if replay is no
  * slower. enable == 0 frees the graph. */
 SHIMKIT_RUNTIME_API int shimkit_cuda_model_use_graphs(shimkit_cuda_model* model, int enable);
-/* "off", "cold", "warmed up", "replaying" ("replaying, N host steps", with
- * "; timing replay against eager" while it is timed), or "eager: <why replay
- * was given up>". */
+/* "off", "cold", "warmed up", "replaying" ("replaying, N host steps (their
+ * ops)", with "; timing replay against eager" while it is timed), or "eager:
+ * <why replay was given up>". */
 SHIMKIT_RUNTIME_API const char* shimkit_cuda_model_graph_status(const shimkit_cuda_model* model);
 
 /* Host-to-device copy bandwidth in GB/s of `bytes` through the shims:

@@ -212,7 +212,9 @@ SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_c
 // non-blocking stream on a device; capturing a stream (relaxed mode) with a
 // private allocation pool whose id goes to *pool; ending the capture into an
 // executable graph (the pool stays reserved for it); replaying it; how many
-// host steps (host fallbacks, host_fallback.h) the graph runs; checking,
+// host steps (host fallbacks, host_fallback.h) the graph runs, and their ops
+// ("topk, histc" into `buffer`, NUL-terminated and cut to `size`; the full
+// length is returned, as snprintf does); checking,
 // once the stream is idle, that those of its replays since the last check
 // worked (an error naming the op and why, otherwise); and freeing it (after
 // the stream is idle) with its pool.
@@ -223,6 +225,8 @@ SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_begin(void* stream, uint64_t* p
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_end(void* stream, void** exec);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream);
 SHIMKIT_EXPORT int64_t shimkit_cuda_graph_host_steps(uint64_t pool);
+SHIMKIT_EXPORT int64_t shimkit_cuda_graph_host_step_names(uint64_t pool, char* buffer,
+                                                          int64_t size);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_check(uint64_t pool);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_free(void* exec, uint64_t pool, void* stream);
 // Waits for the calling thread's current stream on `device_index`.

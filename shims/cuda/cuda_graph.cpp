@@ -2,6 +2,8 @@
 // replay mode): a blob's run captured once on a stream of the host's, with a
 // private allocation pool, then replayed with one launch. Not torch's ABI:
 // shimkit_* names, declared in aoti_shim_cuda_abi.h.
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "shims/cuda/aoti_shim_cuda_abi.h"
@@ -85,6 +87,16 @@ AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream) {
 
 int64_t shimkit_cuda_graph_host_steps(uint64_t pool) {
   return static_cast<int64_t>(cu::host_steps(pool));
+}
+
+int64_t shimkit_cuda_graph_host_step_names(uint64_t pool, char* buffer, int64_t size) {
+  const std::string names = cu::host_step_names(pool);
+  if (buffer != nullptr && size > 0) {
+    const size_t kept = std::min(names.size(), static_cast<size_t>(size - 1));
+    std::memcpy(buffer, names.data(), kept);
+    buffer[kept] = '\0';
+  }
+  return static_cast<int64_t>(names.size());
 }
 
 AOTITorchError shimkit_cuda_graph_check(uint64_t pool) {

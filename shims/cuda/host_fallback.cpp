@@ -32,6 +32,7 @@ class ReplayStates {
     auto it = states_.find(pool);
     return it == states_.end() ? 0 : it->second.steps.size();
   }
+  std::string names(uint64_t pool);
   void report(uint64_t pool, const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = states_.find(pool);
@@ -253,7 +254,23 @@ void capture_results(const char* what, int32_t device_index,
 
 }  // namespace
 
+// The ops of a pool's host steps in capture order, ", "-separated (defined
+// here: CapturedHostStep is complete only now).
+std::string ReplayStates::names(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string joined;
+  auto it = states_.find(pool);
+  if (it == states_.end()) return joined;
+  for (const auto& step : it->second.steps) {
+    if (!joined.empty()) joined += ", ";
+    joined += step->what;
+  }
+  return joined;
+}
+
 size_t host_steps(uint64_t pool) { return replay_states().count(pool); }
+
+std::string host_step_names(uint64_t pool) { return replay_states().names(pool); }
 
 std::string take_replay_error(uint64_t pool) { return replay_states().take(pool); }
 

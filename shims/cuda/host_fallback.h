@@ -59,6 +59,8 @@ int32_t cuda_device_of(AtenTensorHandle h, const char* what);
 // the stream, so the graph's owner asks after synchronising), and releasing
 // them once the graph is gone.
 size_t host_steps(uint64_t pool);
+// The ops those host steps run, in capture order: "topk, histc".
+std::string host_step_names(uint64_t pool);
 std::string take_replay_error(uint64_t pool);
 void release_host_steps(uint64_t pool);
 

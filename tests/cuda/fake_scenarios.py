@@ -403,6 +403,15 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
     lib.shimkit_cuda_graph_host_steps.restype = ctypes.c_int64
     r["host_steps"] = lib.shimkit_cuda_graph_host_steps(pool)
+    names = lib.shimkit_cuda_graph_host_step_names
+    names.restype = ctypes.c_int64
+    names.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int64]
+    buffer = ctypes.create_string_buffer(64)
+    r["host_step_names_length"] = names(pool, buffer, 64)
+    r["host_step_names"] = buffer.value.decode()
+    short = ctypes.create_string_buffer(8)
+    names(pool, short, 8)  # cut to the buffer, NUL-terminated
+    r["host_step_names_cut"] = short.value.decode()
     r["topk_geometry"] = [s.meta(values)[0], s.meta(indices)[0]]
 
     r["replays_ok"] = []
@@ -429,6 +438,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
     r["live_execs"] = graph_counter("execs")
     r["host_steps_after_free"] = lib.shimkit_cuda_graph_host_steps(pool)
+    r["host_step_names_after_free"] = names(pool, buffer, 64)
     # Control: the same topk outside a capture synchronises (it copies to the host).
     syncs = counter("sync")
     s.call("aoti_torch_cuda_topk", x, I64(2), I64(1), I32(1), I32(1), ctypes.byref(values),

@@ -213,6 +213,10 @@ def test_host_fallbacks_are_captured_as_host_steps(
     assert r["capture_syncs"] == 0 and r["pinned_buffers"] == 10
     assert r["topk_geometry"] == [[4, 2], [4, 2]]  # found by one run on zeros
     assert r["host_steps"] == 3 and r["host_steps_after_free"] == 0  # nonzero's is not one
+    # Their ops, in capture order (the buffer's own limit cuts them, NUL-terminated).
+    assert r["host_step_names"] == "topk, mm, index_reduce"
+    assert r["host_step_names_length"] == len("topk, mm, index_reduce")
+    assert r["host_step_names_cut"] == "topk, m" and r["host_step_names_after_free"] == 0
     # Each replay computes from the inputs of its launch, all three ops.
     assert r["replays_ok"] == [True, True, True, True]
     # A step that fails in a replay is reported once, naming the op and why.

@@ -110,8 +110,9 @@ def test_host_fallbacks_replay_on_new_inputs(
     # Synchronisations are slow here (2 ms): eager host fallbacks pay several per run, a
     # replay one, so the runner's timing keeps replay.
     r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_SYNC_US="2000")
-    timing = "replaying, 2 host steps; timing replay against eager"
-    assert r["statuses"] == ["warmed up"] + [timing] * 3 + ["replaying, 2 host steps"] * 4
+    replaying = "replaying, 2 host steps (topk, histc)"  # the ops, for the user to see
+    timing = f"{replaying}; timing replay against eager"
+    assert r["statuses"] == ["warmed up"] + [timing] * 3 + [replaying] * 4
     assert r["ok"] == [True] * 8
     assert r["launches"] == 5 and r["replayed_work"] > 0  # runs 2, 4, 6, 7 and 8
     # A host step that fails at a replay fails that run with the op's error; the model
@@ -143,7 +144,7 @@ def test_replay_slower_than_eager_is_given_up_with_both_times(
     # times. The control is the test above, where replay wins and is kept.
     r = replay(cuda_libs, fakes, fake_host_blob, "replay_host", FAKE_CUDA_HOST_FN_US="20000")
     chosen = r["statuses"][4]
-    assert chosen.startswith("eager: replay with 2 host step(s) took "), chosen
+    assert chosen.startswith("eager: replay with 2 host step(s) (topk, histc) took "), chosen
     assert ", an eager run " in chosen and chosen.endswith(" us")
     took = float(chosen.split(" took ")[1].split(" us")[0])
     assert took >= 40000  # two host steps, 20 ms each

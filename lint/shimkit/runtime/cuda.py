@@ -380,8 +380,9 @@ class CudaModel(LoadedBlob):
 
     @property
     def graph_status(self) -> str:
-        """ "off", "cold", "warmed up", "replaying" ("replaying, N host steps" when host
-        fallbacks run in the graph: each replay then waits for the host), or
+        """ "off", "cold", "warmed up", "replaying" ("replaying, N host steps (topk, histc)"
+        when host fallbacks run in the graph, naming their ops: each replay then waits for the
+        host), or
         "eager: <why replay was given up>"."""
         raw = self._rt.lib.shimkit_cuda_model_graph_status(self._open_handle())
         return (raw or b"").decode(errors="replace")
