@@ -187,3 +187,33 @@ def test_compiled_direct_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
     plain = compile_and_run(exported, inputs, tmp_path / "plain.pt2")
     assert any(name.endswith("_cdist_forward") for name in plain.imports)
     assert any(name.endswith("_pdist_forward") for name in plain.imports)
+
+
+class DistancesAndProducts(torch.nn.Module):
+    def forward(self, a: Any, b: Any, c: Any) -> tuple[Any, Any]:
+        return torch.cdist(a, b, p=1.0), torch.baddbmm(c, c, c)
+
+
+def test_a_failing_form_leaves_its_calls_and_the_others_go_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A form that raises (a torch it does not know) leaves its calls to the fallback, says
+    so in one line, and the other forms still run: the blob only loses that speed-up."""
+    from shimkit.aot import compile as aot_compile
+
+    def broken(torch: Any, exported: Any) -> Any:
+        raise RuntimeError("a schema this form does not know\n\ntraceback ...")
+
+    monkeypatch.setattr(aot_compile, "distances_in_direct_form", broken)
+    inputs = (torch.randn(4, 3), torch.randn(5, 3), torch.randn(2, 3, 3))
+    exported = torch.export.export(DistancesAndProducts(), inputs)
+    program, notes = aot_compile.in_math_form(torch, exported, False, False, slim_cuda=True)
+    assert distance_calls(program) == ["aten.cdist.default"]
+    assert notes == [
+        "cdist/pdist call(s) left as they are (their form failed: RuntimeError: a schema this "
+        "form does not know)",
+        "1 baddbmm/addbmm call(s) compiled as a bmm and a scaled sum (cuBLAS and Inductor on "
+        "CUDA; the slim CUDA shims would compute them on the host)",
+    ]
+    for got, want in zip(program.module()(*inputs), DistancesAndProducts()(*inputs), strict=True):
+        torch.testing.assert_close(got, want)

@@ -246,8 +246,8 @@ def test_a_failing_rewrite_leaves_the_program_with_a_note(monkeypatch: pytest.Mo
     same, notes = aot_compile.in_math_form(torch, exported, False, False)
     assert same is exported
     assert notes == [
-        "Fourier transforms left as they are (their math form failed: RuntimeError: an op "
-        "this torch decomposes otherwise)"
+        "Fourier transform or complex-valued call(s) left as they are (their form failed: "
+        "RuntimeError: an op this torch decomposes otherwise)"
     ]
 
 

@@ -304,76 +304,79 @@ def in_math_form(
     installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
     `.median`, `.sampling`, `.counting`, `.embedding`): their blobs could not load
     otherwise."""
+    # (wanted, the form, what it rewrites, how: the note says "<count> <what> <how>").
     # The embedding form first: it rewrites the in-place renorm as exported, which the others'
     # run_decompositions would turn into a functional op and a write to the weight.
     rewrites = [
-        (True, embedding_renorm_in_math_form, "norm-limited embedding lookup(s) "
-         "(max_norm) compiled in their math form (each looked-up row scaled; the weight is not "
-         "written back; this torch has no C shim for embedding_renorm)"),
-        (True, grid_sampler_3d_in_math_form, "grid_sampler_3d call(s) compiled in their math "
-         "form (this torch has no C shim for it; Inductor generates the kernel)"),
-        (True, antialiased_resize_in_math_form, "antialiased resize call(s) compiled in their "
-         "math form (this torch has no C shim for them; Inductor generates the kernels)"),
-        (True, median_in_math_form, "median/nanmedian call(s) along a dim compiled in their "
-         "math form (a stable sort; this torch has no C shim for them)"),
-        (True, multinomial_in_math_form, "multinomial call(s) compiled in their math form "
-         "(Gumbel-max over the runtime's random draws; this torch has no C shim for it)"),
-        (True, counting_in_math_form, "bincount/unique call(s) compiled in their math form "
-         "(sizes read from the data; this torch has no C shim for them)"),
-        (attention, attention_in_math_form, "scaled_dot_product_attention call(s) compiled in "
-         "their math form (Inductor generates the kernels; no attention fallback shim)"),
-        (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s) compiled in their math form "
-         "(Inductor generates the kernels; torch's fused CUDA cells have no C shim)"),
-        # Last: the multinomial and median forms above select with topk and sort.
-        (slim_cuda, selection_in_sort_form, "topk/kthvalue call(s) compiled as a stable sort "
-         "and a slice (Inductor generates the sort on CUDA; the slim CUDA shims would select "
-         "on the host)"),
-        (slim_cuda, embedding_bag_in_math_form, "embedding bag(s) compiled as a lookup and a "
-         "segment sum (Inductor generates the kernels on CUDA; the slim CUDA shims would pool "
-         "on the host)"),
-        (slim_cuda, distances_in_direct_form, "cdist/pdist call(s) computed directly from "
-         "the pairwise differences (Inductor generates the kernels on CUDA; the slim CUDA "
-         "shims would compute them on the host)"),
-        (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s) compiled as a bmm "
-         "and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims would compute "
-         "them on the host)"),
-        (slim_cuda, scatter_reductions_in_dense_form, "scatter_reduce/index_reduce call(s) "
-         "(amax, amin, prod, mean) compiled as dense comparisons (Inductor generates the "
-         "kernels on CUDA; the slim CUDA shims would reduce on the host)"),
-        (slim_cuda, pools_in_masked_form, "average or adaptive pool(s) compiled as masked "
-         "reductions (Inductor generates the kernels on CUDA; the slim CUDA shims would pool "
-         "on the host)"),
-        (slim_cuda, histograms_in_index_add_form, "histc call(s) compiled as bin indices and "
-         "an index-add (Inductor generates the kernels on CUDA; the slim CUDA shims would "
-         "count on the host)"),
-        (slim_cuda, modes_in_dense_form, "mode call(s) compiled as dense comparisons "
-         "(Inductor generates the kernels on CUDA; the slim CUDA shims would count on the "
-         "host)"),
-        (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s) "
-         "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the "
-         "slim CUDA shims would select on the host)"),
+        (True, embedding_renorm_in_math_form, "norm-limited embedding lookup(s) (max_norm)",
+         "compiled in their math form (each looked-up row scaled; the weight is not written "
+         "back; this torch has no C shim for embedding_renorm)"),
+        (True, grid_sampler_3d_in_math_form, "grid_sampler_3d call(s)",
+         "compiled in their math form (this torch has no C shim for it; Inductor generates the "
+         "kernel)"),
+        (True, antialiased_resize_in_math_form, "antialiased resize call(s)",
+         "compiled in their math form (this torch has no C shim for them; Inductor generates the "
+         "kernels)"),
+        (True, median_in_math_form, "median/nanmedian call(s) along a dim",
+         "compiled in their math form (a stable sort; this torch has no C shim for them)"),
+        (True, multinomial_in_math_form, "multinomial call(s)",
+         "compiled in their math form (Gumbel-max over the runtime's random draws; this torch "
+         "has no C shim for it)"),
+        (True, counting_in_math_form, "bincount/unique call(s)",
+         "compiled in their math form (sizes read from the data; this torch has no C shim for "
+         "them)"),
+        (attention, attention_in_math_form, "scaled_dot_product_attention call(s)",
+         "compiled in their math form (Inductor generates the kernels; no attention fallback "
+         "shim)"),
+        (rnn_cells, rnn_cells_in_math_form, "GRU/LSTM cell call(s)",
+         "compiled in their math form (Inductor generates the kernels; torch's fused CUDA cells "
+         "have no C shim)"),
+        # After the multinomial and median forms above: they select with topk and sort.
+        (slim_cuda, selection_in_sort_form, "topk/kthvalue call(s)",
+         "compiled as a stable sort and a slice (Inductor generates the sort on CUDA; the slim "
+         "CUDA shims would select on the host)"),
+        (slim_cuda, embedding_bag_in_math_form, "embedding bag(s)",
+         "compiled as a lookup and a segment sum (Inductor generates the kernels on CUDA; the "
+         "slim CUDA shims would pool on the host)"),
+        (slim_cuda, distances_in_direct_form, "cdist/pdist call(s)",
+         "computed directly from the pairwise differences (Inductor generates the kernels on "
+         "CUDA; the slim CUDA shims would compute them on the host)"),
+        (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s)",
+         "compiled as a bmm and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims "
+         "would compute them on the host)"),
+        (slim_cuda, scatter_reductions_in_dense_form,
+         "scatter_reduce/index_reduce call(s) (amax, amin, prod, mean)",
+         "compiled as dense comparisons (Inductor generates the kernels on CUDA; the slim CUDA "
+         "shims would reduce on the host)"),
+        (slim_cuda, pools_in_masked_form, "average or adaptive pool(s)",
+         "compiled as masked reductions (Inductor generates the kernels on CUDA; the slim CUDA "
+         "shims would pool on the host)"),
+        (slim_cuda, histograms_in_index_add_form, "histc call(s)",
+         "compiled as bin indices and an index-add (Inductor generates the kernels on CUDA; the "
+         "slim CUDA shims would count on the host)"),
+        (slim_cuda, modes_in_dense_form, "mode call(s)",
+         "compiled as dense comparisons (Inductor generates the kernels on CUDA; the slim CUDA "
+         "shims would count on the host)"),
+        (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s)",
+         "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
+         "CUDA shims would select on the host)"),
+        # Last, on what the others made; for the slim targets only.
+        (fft, fft_in_math_form, "Fourier transform or complex-valued call(s)",
+         "compiled in their math form (DFTs as matrix products, complex values as real pairs; "
+         "the slim shims have no complex dtypes)"),
     ]  # fmt: skip
     notes = []
-    for wanted, rewrite, what in rewrites:
-        if wanted:
-            exported, count = rewrite(torch, exported)
-            if count:
-                notes.append(f"{count} {what}")
-    if fft:
+    for wanted, rewrite, what, how in rewrites:
+        if not wanted:
+            continue
         try:
-            exported, count = fft_in_math_form(torch, exported)
-        except Exception as exc:  # the program stays as it was; the check names its ops
-            count = 0
-            notes.append(
-                "Fourier transforms left as they are (their math form failed: "
-                f"{one_paragraph(exc, 300)})"
-            )
+            exported, count = rewrite(torch, exported)
+        except Exception as exc:  # the program stays as it was; the closure check names its ops
+            failed = one_paragraph(exc, 300)
+            notes.append(f"{what} left as they are (their form failed: {failed})")
+            continue
         if count:
-            notes.append(
-                f"{count} Fourier transform or complex-valued call(s) compiled in their math "
-                "form (DFTs as matrix products, complex values as real pairs; the slim shims "
-                "have no complex dtypes)"
-            )
+            notes.append(f"{count} {what} {how}")
     return exported, notes
 
 
