@@ -44,7 +44,7 @@ def argument(node: Any, index: int, name: str, default: Any) -> Any:
     return node.args[index] if index < len(node.args) else default
 
 
-def applicable_calls(exported: Any, checks: dict[Any, CallCheck]) -> list[Any]:
+def _applicable_calls(exported: Any, checks: dict[Any, CallCheck]) -> list[Any]:
     """The call nodes of `exported` whose op has a check that the call passes."""
     return [
         node
@@ -58,7 +58,7 @@ def rewrite_calls(
 ) -> tuple[Any, int]:
     """(`exported` with every call that passes its op's check in the op's form, how many
     calls that was). A program without such calls is returned as it was, untraced."""
-    calls = applicable_calls(exported, {op: check for op, (_, check) in forms.items()})
+    calls = _applicable_calls(exported, {op: check for op, (_, check) in forms.items()})
     if not calls:
         return exported, 0
     table = {op: decomposition for op, (decomposition, _) in forms.items()}

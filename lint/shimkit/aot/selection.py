@@ -25,7 +25,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import rewrite_calls
+from shimkit.aot.decompose import argument, rewrite_calls
 
 # The largest sort dim Inductor lowers to its own kernel (ir.Sort.create's persistent
 # limit, max_rblock, in torch 2.11 and 2.13); beyond it, aten.sort is a fallback.
@@ -93,12 +93,6 @@ def _first_k(torch: ModuleType, x: Any, k: int, dim: int, descending: bool) -> t
     return values.movedim(-1, dim), indices.movedim(-1, dim)
 
 
-def _selected_dim(node: Any) -> int:
-    if "dim" in node.kwargs:
-        return int(node.kwargs["dim"])
-    return int(node.args[2]) if len(node.args) > 2 else -1
-
-
 def _topk(torch: ModuleType) -> Any:
     def topk(
         x: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
@@ -130,7 +124,9 @@ def selection_in_sort_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     aten = torch.ops.aten
 
     def call(node: Any) -> bool:
-        return _selectable(node.args[0].meta["val"].shape, _selected_dim(node), int(node.args[1]))
+        return _selectable(
+            node.args[0].meta["val"].shape, int(argument(node, 2, "dim", -1)), int(node.args[1])
+        )
 
     return rewrite_calls(
         exported,
