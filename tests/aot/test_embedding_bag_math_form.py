@@ -1,15 +1,18 @@
-"""Embedding bags as a lookup and a segment sum (shimkit.aot.embedding_bag).
+"""Embedding bags as a lookup and a segment sum or maximum (shimkit.aot.embedding_bag).
 
-The slim CUDA shims pool `_embedding_bag` on the host; compile rewrites sum and mean bags for
-slim CUDA blobs into ops Inductor generates on the GPU. Here, on the CPU (the form is
-device-neutral; the device runs are in docs/benchmarks.md): the pooled output against ATen
-for sum and mean, offsets with empty bags in the middle and at the end, include_last_offset,
-per-sample weights, padding_idx (not counted in a mean), fixed-length 2-D bags, float64 and
-int32 indices, a dynamic number of indices, the zoo's recommender; the rewrite leaves no bag
-(control: as exported there is one), and a mean that does not divide fails the same
-comparison (control). Left alone: max bags, half-precision weights, a program that reads
-the op's other outputs. A rewritten program compiles and runs on the slim CPU runtime
-without the `_embedding_bag` shim (control: as exported, its blob imports it).
+The slim CUDA shims pool `_embedding_bag` on the host; compile rewrites sum, mean and max
+bags for slim CUDA blobs into ops Inductor generates on the GPU. Here, on the CPU (the form
+is device-neutral; the device runs are in docs/benchmarks.md): the pooled output against
+ATen for sum, mean and max, offsets with empty bags in the middle and at the end,
+include_last_offset, per-sample weights, padding_idx (not counted in a mean, not a max's
+candidate; a bag of padding only), fixed-length 2-D bags (`nn.EmbeddingBag`'s 2-D input,
+max bags of any size, a dynamic batch), float64 and int32 indices, a dynamic number of
+indices, the zoo's recommender; the rewrite leaves no bag (control: as exported there is
+one), and a mean that does not divide fails the same comparison (control). Left alone: max
+bags given by offsets beyond the dense limit or with a dynamic number of indices,
+half-precision weights, a program that reads the op's other outputs. A rewritten program
+compiles and runs on the slim CPU runtime without the `_embedding_bag` shim (control: as
+exported, its blob imports it).
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ OFFSETS = torch.tensor([0, 2, 2, 7, 10])  # bag 1 empty, and the last one (10 = 
         ("mean", {"include_last_offset": True}, OFFSETS),
         ("sum", {"padding_idx": 1}, OFFSETS),
         ("mean", {"padding_idx": 5}, torch.tensor([0, 4, 6])),
+        ("max", {}, OFFSETS),
+        ("max", {"include_last_offset": True}, OFFSETS),
+        # Bag 1 holds padding only (index 1 twice): zero, as an empty bag.
+        ("max", {"padding_idx": 1}, torch.tensor([0, 1, 3, 3, 8])),
     ],
 )
 def test_pooled_output_matches_aten(mode: str, options: dict[str, Any], offsets: Any) -> None:
@@ -88,7 +95,7 @@ def test_per_sample_weights_2d_bags_float64_and_int32_indices() -> None:
     with torch.no_grad():
         assert_close(program.module()(INDICES, OFFSETS, weights), model(INDICES, OFFSETS, weights))
     fixed = INDICES.reshape(5, 2)  # five bags of two, no offsets
-    for mode in ("sum", "mean"):
+    for mode in ("sum", "mean", "max"):
         model = Bag(mode, dtype=torch.float64)
         program, count = rewritten(model, (fixed,))
         assert count == 1
@@ -100,6 +107,25 @@ def test_per_sample_weights_2d_bags_float64_and_int32_indices() -> None:
     assert count == 1
     with torch.no_grad():
         assert_close(program.module()(*small), model(*small))
+
+
+def test_fixed_length_max_bags_of_a_dynamic_batch_beyond_the_dense_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """nn.EmbeddingBag's 2-D input exports as flattened indices and arange offsets; the form
+    reduces each row's lookups, so the dense comparison's limit does not apply."""
+    from shimkit.aot import embedding_bag
+
+    monkeypatch.setattr(embedding_bag, "DENSE_LIMIT", 1)
+    for options in ({}, {"padding_idx": 4}):
+        model = Bag("max", **options)
+        batch = torch.export.Dim("batch", min=2, max=64)
+        rows = torch.tensor([[3, 4, 4], [4, 4, 4], [0, 11, 7], [5, 4, 2]])  # row 1: padding only
+        program, count = rewritten(model, (rows,), ({0: batch},))
+        assert count == 1 and bag_calls(program) == []
+        with torch.no_grad():
+            for batch_rows in (rows, torch.randint(0, 12, (37, 3))):
+                assert_close(program.module()(batch_rows), model(batch_rows))
 
 
 def test_dynamic_number_of_indices() -> None:
@@ -160,22 +186,48 @@ class BagWithSizes(torch.nn.Module):
         return pooled, bag_size
 
 
-def test_left_alone_for_max_half_precision_or_other_outputs_read() -> None:
-    for model in (Bag("max"), Bag("sum", dtype=torch.float16), BagWithSizes()):
+def test_left_alone_for_half_precision_other_outputs_read_or_large_max_bags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for model in (Bag("sum", dtype=torch.float16), BagWithSizes()):
         program, count = rewritten(model, (INDICES, OFFSETS))
         assert count == 0 and bag_calls(program), model
+    # A max bag given by offsets compares every bag with every row: static sizes, within
+    # the limit (5 bags x 10 indices x 6 columns here; fixed-length bags need no limit).
+    from shimkit.aot import embedding_bag
+
+    n = torch.export.Dim("n", min=2, max=100)
+    program, count = rewritten(Bag("max"), (INDICES, OFFSETS), ({0: n}, None))
+    assert count == 0 and bag_calls(program)
+    monkeypatch.setattr(embedding_bag, "DENSE_LIMIT", 5 * 10 * 6 - 1)
+    program, count = rewritten(Bag("max"), (INDICES, OFFSETS))
+    assert count == 0 and bag_calls(program)
+    program, count = rewritten(Bag("max"), (INDICES.reshape(5, 2),))
+    assert count == 1
+    monkeypatch.setattr(embedding_bag, "DENSE_LIMIT", 5 * 10 * 6)
+    program, count = rewritten(Bag("max"), (INDICES, OFFSETS))
+    assert count == 1
     # One bag that must keep the fallback keeps it for all: the table rewrites every call.
 
     class TwoBags(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.sum, self.max = Bag("sum"), Bag("max")
+            self.sum, self.halves = Bag("sum"), Bag("sum", dtype=torch.float16)
 
         def forward(self, indices: Any, offsets: Any) -> Any:
-            return self.sum(indices, offsets), self.max(indices, offsets)
+            return self.sum(indices, offsets), self.halves(indices, offsets)
 
     program, count = rewritten(TwoBags(), (INDICES, OFFSETS))
     assert count == 0 and len(bag_calls(program)) == 2
+
+
+class MeanAndMaxBags(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mean, self.max = Bag("mean", padding_idx=5), Bag("max")
+
+    def forward(self, indices: Any, offsets: Any) -> Any:
+        return self.mean(indices, offsets) + self.max(indices.reshape(5, 2))
 
 
 @pytest.mark.slow
@@ -183,13 +235,13 @@ def test_compiled_math_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
     import shimkit.runtime
     from shimkit.aot.compile import compile_exported, in_math_form
 
-    model = Bag("mean", padding_idx=5).eval()
+    model = MeanAndMaxBags().eval()
     inputs = (INDICES, OFFSETS)
     exported = torch.export.export(model, inputs)
     program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
     assert notes == [
-        "1 embedding bag(s) compiled as a lookup and a segment sum (Inductor generates the "
-        "kernels on CUDA; the slim CUDA shims would pool on the host)"
+        "2 embedding bag(s) compiled as a lookup and a segment sum or maximum (Inductor "
+        "generates the kernels on CUDA; the slim CUDA shims would pool on the host)"
     ]
     result = compile_exported(program, tmp_path / "bag.pt2", force=True, show_progress=False)
     imports = {sym.name for blob in result.blobs.values() for sym in blob.imports}

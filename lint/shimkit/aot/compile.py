@@ -294,8 +294,8 @@ def in_math_form(
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not; `slim_cuda`: for a slim CUDA target, ops
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
-    kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum and mean embedding
-    bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
+    kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum, mean and max
+    embedding bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
     amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor
     leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
     medians, `.median`), and one note per kind rewritten, saying
@@ -336,8 +336,8 @@ def in_math_form(
          "compiled as a stable sort and a slice (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
         (slim_cuda, embedding_bag_in_math_form, "embedding bag(s)",
-         "compiled as a lookup and a segment sum (Inductor generates the kernels on CUDA; the "
-         "slim CUDA shims would pool on the host)"),
+         "compiled as a lookup and a segment sum or maximum (Inductor generates the kernels on "
+         "CUDA; the slim CUDA shims would pool on the host)"),
         (slim_cuda, distances_in_direct_form, "cdist/pdist call(s)",
          "computed directly from the pairwise differences (Inductor generates the kernels on "
          "CUDA; the slim CUDA shims would compute them on the host)"),

@@ -14,6 +14,10 @@ from typing import Any
 Decomposition = Callable[..., Any]
 CallCheck = Callable[[Any], bool]
 
+# The most elements a dense form's widest intermediate (its comparison mask or pairwise
+# values) may have: 16 MiB of float32. Calls above it keep their fallback.
+DENSE_LIMIT = 4 * 1024 * 1024
+
 
 def input_shape(node: Any, index: int = 0) -> tuple[Any, ...] | None:
     """The shape of a call's tensor argument `index` as traced (None when it has none)."""

@@ -20,10 +20,8 @@ import math
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import argument, input_shape, rewrite_calls, static_numel
+from shimkit.aot.decompose import DENSE_LIMIT, argument, input_shape, rewrite_calls, static_numel
 
-# The most elements the pairwise differences may have (16 MiB of float32).
-DENSE_LIMIT = 4 * 1024 * 1024
 # ATen's cdist takes dot products for p = 2 beyond this many rows on either side.
 EUCLID_MM_THRESHOLD = 25
 

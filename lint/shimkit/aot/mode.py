@@ -16,12 +16,10 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import argument, input_shape, rewrite_calls, static_numel
+from shimkit.aot.decompose import DENSE_LIMIT, argument, input_shape, rewrite_calls, static_numel
 
 # The longest slice compared (its comparisons grow with the square of it).
 DIM_LIMIT = 512
-# The most elements all slices' comparisons may have.
-DENSE_LIMIT = 4 * 1024 * 1024
 
 
 def _applies(shape: Any, dim: int) -> bool:

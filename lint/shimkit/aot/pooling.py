@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import (
+    DENSE_LIMIT,
     argument,
     floating_input,
     input_shape,
@@ -36,8 +37,6 @@ from shimkit.aot.decompose import (
 
 # Inductor's largest pooling window (elements) before it falls back (torch 2.11, 2.13).
 INDUCTOR_WINDOW_LIMIT = 25
-# The most elements a masked pass may reduce over (16 MiB of float32).
-DENSE_LIMIT = 4 * 1024 * 1024
 
 
 def _sizes(value: Any, n: int, default: Any = None) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import (
+    DENSE_LIMIT,
     argument,
     floating_input,
     input_shape,
@@ -28,8 +29,6 @@ from shimkit.aot.decompose import (
     static_numel,
 )
 
-# The most elements the comparison mask may have (4 Mi booleans).
-DENSE_LIMIT = 4 * 1024 * 1024
 REDUCTIONS = ("amax", "amin", "prod", "mean")
 
 
