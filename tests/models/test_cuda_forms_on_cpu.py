@@ -50,6 +50,8 @@ REPLACED = {
         "aoti_torch_cpu_adaptive_max_pool3d",
     ],
     "mixture_of_experts": ["aoti_torch_cpu_topk"],
+    # A top-k over 2000 logits (in rounds of sorts of 512), a max bag over 2-D input.
+    "sampling_head": ["aoti_torch_cpu_topk", "aoti_torch_cpu__embedding_bag"],
 }
 
 

@@ -668,6 +668,25 @@ class MixtureOfExperts(nn.Module):
         return (out * weights.unsqueeze(-1)).sum(1)
 
 
+class SamplingHead(nn.Module):
+    """A language model's last steps before sampling: the hidden state, mixed with a max-pooled
+    bag of the context's token embeddings (`nn.EmbeddingBag(mode="max")` over a 2-D input),
+    to logits over a vocabulary longer than Inductor's own sort (512), then the top-k tokens
+    (values and ids) and their tempered probabilities."""
+
+    def __init__(self, vocab: int = 2000, d: int = 32, k: int = 40) -> None:
+        super().__init__()
+        self.context = nn.EmbeddingBag(vocab, d, mode="max")
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+        self.k = k
+
+    def forward(self, hidden: torch.Tensor, context: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        logits = self.head(self.norm(hidden + self.context(context)))  # [B, vocab]
+        top, tokens = torch.topk(logits, self.k, dim=-1)
+        return torch.softmax(top / 0.8, dim=-1), tokens
+
+
 def _randn(*shape: int) -> torch.Tensor:
     return torch.randn(*shape)
 
@@ -826,6 +845,18 @@ def _mixture_of_experts() -> ZooModel:
     return ZooModel(MixtureOfExperts().eval(), (_randn(16, 32),))
 
 
+def _sampling_head() -> ZooModel:
+    _seeded(32)
+    batch = torch.export.Dim("batch", min=1, max=64)
+
+    def inputs(b: int) -> tuple[torch.Tensor, ...]:
+        return _randn(b, 32), torch.randint(0, 2000, (b, 6))
+
+    return ZooModel(
+        SamplingHead().eval(), inputs(3), ({0: batch}, {0: batch}), more_inputs=[inputs(5)]
+    )
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -853,6 +884,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "vision_transformer": _vision_transformer,
     "conformer": _conformer,
     "mixture_of_experts": _mixture_of_experts,
+    "sampling_head": _sampling_head,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,
