@@ -5,12 +5,12 @@ residual, U-Net, transformer encoder, decoder-only GPT with causal SDPA and GQA,
 masks, LSTM/biLSTM/GRU, embedding-bag recommender, index/scan/search ops, float16/bfloat16,
 dynamic batch, large-window pooling, detection post-processing, 3-D video layers,
 antialiased resizing, an STFT audio net, token counts with bincount and unique, a vision
-transformer, a conformer convolution module, top-k mixture of experts), here
-moved to the GPU: exported on CUDA with the zoo's dynamic shapes, compiled the way `shimkit
-compile --device cuda` does (attention in math form, weights frozen, kernels embedded,
-checked against the slim CUDA shims), run on the slim CUDA runtime for every input set the
-zoo gives (the
-dynamic MLP: batch 4, 2 and 200) and compared with float32 eager on the GPU within the zoo's
+transformer, a conformer convolution module, top-k mixture of experts, a sampling head
+with a top-k over a vocabulary and a max embedding bag), here moved to the GPU: exported
+on CUDA with the zoo's dynamic shapes, compiled the way `shimkit compile --device cuda`
+does (attention in math form, weights frozen, kernels embedded, checked against the slim
+CUDA shims), run on the slim CUDA runtime for every input set the zoo gives (the dynamic
+MLP: batch 4, 2 and 200) and compared with float32 eager on the GPU within the zoo's
 tolerance (ZooModel.rtol, what the CPU suite uses; integers and bools exactly). The same
 blob also runs on torch's own runner (step_zoo_peer.py, its own process): each run says
 whether the slim runtime gives what torch's runner gives, so an output that differs from
