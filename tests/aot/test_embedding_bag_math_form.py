@@ -8,11 +8,11 @@ include_last_offset, per-sample weights, padding_idx (not counted in a mean, not
 candidate; a bag of padding only), fixed-length 2-D bags (`nn.EmbeddingBag`'s 2-D input,
 max bags of any size, a dynamic batch), float64 and int32 indices, a dynamic number of
 indices, the zoo's recommender; the rewrite leaves no bag (control: as exported there is
-one), and a mean that does not divide fails the same comparison (control). Left alone: max
-bags given by offsets beyond the dense limit or with a dynamic number of indices,
-half-precision weights, a program that reads the op's other outputs. A rewritten program
-compiles and runs on the slim CPU runtime without the `_embedding_bag` shim (control: as
-exported, its blob imports it).
+one), and a mean that does not divide fails the same comparison (control). Half-precision
+weights: summed in float32, rounded once. Left alone: max bags given by offsets beyond the
+dense limit or with a dynamic number of indices, a program that reads the op's other
+outputs. A rewritten program compiles and runs on the slim CPU runtime without the
+`_embedding_bag` shim (control: as exported, its blob imports it).
 """
 
 from __future__ import annotations
@@ -186,12 +186,33 @@ class BagWithSizes(torch.nn.Module):
         return pooled, bag_size
 
 
-def test_left_alone_for_half_precision_other_outputs_read_or_large_max_bags(
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_bags_sum_in_float32_and_round_once(dtype: Any) -> None:
+    """ATen's CUDA kernel sums half-precision rows in float32 and rounds once; so does the
+    form: exactly the float32 bag rounded, and within a rounding of ATen's CPU result."""
+    weights = torch.rand(len(INDICES)).to(dtype)
+    for mode, extra in (("sum", (weights,)), ("mean", ()), ("max", ())):
+        model = Bag(mode, dtype=dtype, padding_idx=9)
+        inputs = (INDICES, OFFSETS, *extra)
+        program, count = rewritten(model, inputs)
+        assert count == 1 and bag_calls(program) == []
+        with torch.no_grad():
+            got = program.module()(*inputs)
+            want = F.embedding_bag(
+                INDICES, model.weight.float(), OFFSETS, mode=mode, padding_idx=9,
+                per_sample_weights=weights.float() if extra else None,
+            ).to(dtype)  # fmt: skip
+            assert got.dtype == dtype and torch.equal(got, want), (mode, got, want)
+            aten = model(*inputs)
+            ulp = 2.0**-7 if dtype == torch.bfloat16 else 2.0**-10
+            assert torch.allclose(got.float(), aten.float(), rtol=ulp, atol=ulp), mode
+
+
+def test_left_alone_for_other_outputs_read_or_large_max_bags(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for model in (Bag("sum", dtype=torch.float16), BagWithSizes()):
-        program, count = rewritten(model, (INDICES, OFFSETS))
-        assert count == 0 and bag_calls(program), model
+    program, count = rewritten(BagWithSizes(), (INDICES, OFFSETS))
+    assert count == 0 and bag_calls(program)
     # A max bag given by offsets compares every bag with every row: static sizes, within
     # the limit (5 bags x 10 indices x 6 columns here; fixed-length bags need no limit).
     from shimkit.aot import embedding_bag
@@ -212,10 +233,10 @@ def test_left_alone_for_half_precision_other_outputs_read_or_large_max_bags(
     class TwoBags(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.sum, self.halves = Bag("sum"), Bag("sum", dtype=torch.float16)
+            self.sum, self.sizes = Bag("sum"), BagWithSizes()
 
         def forward(self, indices: Any, offsets: Any) -> Any:
-            return self.sum(indices, offsets), self.halves(indices, offsets)
+            return self.sum(indices, offsets), *self.sizes(indices, offsets)
 
     program, count = rewritten(TwoBags(), (INDICES, OFFSETS))
     assert count == 0 and len(bag_calls(program)) == 2

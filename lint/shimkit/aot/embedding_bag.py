@@ -3,19 +3,22 @@
 `nn.EmbeddingBag` exports `aten.embedding_bag`, which Inductor leaves to the
 `_embedding_bag` fallback. The slim CUDA shims run it on the host (shims/cuda/
 shim_host_ops_cuda.cpp): a round trip per call, and a run that cannot be captured whole in
-a CUDA graph. For a slim CUDA target compile rewrites sum and mean bags over float32 or
-float64 weights into ops Inductor generates on the GPU: the rows looked up (times the
-per-sample weights), rows at `padding_idx` zeroed and not counted, each index's bag found by
-a cumulative sum over the bag starts (empty bags and trailing offsets included), and the
-rows index-added into their bags; a mean divides by the rows counted (an empty bag is zero,
-as in ATen). A max bag is the largest of its counted rows per column (an empty bag, or one of
-padding only, is zero, as in ATen): fixed-length 2-D bags as one reduction over the bag's
-rows, bags given by offsets as a dense comparison of every bag with every row, which must
-fit `DENSE_LIMIT` elements (bags x indices x columns, static sizes). Only the pooled output
-may be used: a program that reads the op's other outputs, or has half-precision weights or a
-max bag the form does not take, keeps the fallback for all its bags. The sums are atomic adds
-on the GPU, so their order, and the last bits of a float sum, can differ from ATen's; a max
-over a NaN is NaN here, where ATen's kernels keep the first row's value past a NaN.
+a CUDA graph. For a slim CUDA target compile rewrites sum, mean and max bags over float32,
+float64, float16 or bfloat16 weights into ops Inductor generates on the GPU. Sum and mean:
+the rows looked up (times the per-sample weights), rows at `padding_idx` zeroed and not
+counted, each index's bag found by a cumulative sum over the bag starts (empty bags and
+trailing offsets included), and the rows index-added into their bags; a mean divides by the
+rows counted (an empty bag is zero, as in ATen); half-precision rows are summed in float32
+and rounded once, as ATen's CUDA kernel does. Max: the largest counted row per column (an
+empty bag, or one of padding only, is zero, as in ATen); fixed-length bags (`nn.EmbeddingBag`
+exports a 2-D input as flattened indices and an arange of row starts, which compile
+recognises and hands to the form as the 2-D indices) as one reduction per bag, bags given by
+offsets as a dense comparison of every bag with every row, which must fit `DENSE_LIMIT`
+elements (bags x indices x columns, static sizes). Only the pooled output may be used: a
+program that reads the op's other outputs, or has a max bag the form does not take, keeps
+the fallback for all its bags. The sums are atomic adds on the GPU, so their order, and the
+last bits of a float sum, can differ from ATen's; a max over a NaN is NaN here, where ATen's
+kernels keep the first row's value past a NaN.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _bag(torch: ModuleType) -> Any:
         include_last_offset: bool = False,
         padding_idx: int | None = None,
     ) -> Any:
-        if mode not in (SUM, MEAN, MAX) or weight.dtype not in (torch.float32, torch.float64):
+        if mode not in (SUM, MEAN, MAX) or weight.dtype not in _weight_dtypes(torch):
             return NotImplemented
         fixed_length = indices.dim() == 2  # one bag per row
         if fixed_length:
@@ -63,6 +66,8 @@ def _bag(torch: ModuleType) -> Any:
         marks = marks.index_add(0, starts, ones)
         bag_of = torch.cumsum(marks, 0, dtype=torch.int32)[:n] - 1
         rows = weight[indices]
+        if mode != MAX and weight.dtype in (torch.float16, torch.bfloat16):
+            rows = rows.float()  # summed in float32 and rounded once, as ATen's CUDA kernel does
         if per_sample_weights is not None:
             rows = rows * per_sample_weights.unsqueeze(1).to(rows.dtype)
         padded = padding_idx is not None and padding_idx >= 0
@@ -75,10 +80,11 @@ def _bag(torch: ModuleType) -> Any:
         else:
             if padded:
                 rows = torch.where(counted.unsqueeze(1), rows, torch.zeros_like(rows))
-            pooled = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=weight.device)
+            pooled = torch.zeros((bags, weight.shape[1]), dtype=rows.dtype, device=weight.device)
             pooled = pooled.index_add(0, bag_of, rows)
         if mode == MEAN:
             pooled = pooled / bag_size.clamp(min=1).unsqueeze(1).to(pooled.dtype)
+        pooled = pooled.to(weight.dtype)
         # Only the pooled output is read (embedding_bag_in_math_form checks); the others stand
         # in for ATen's offset2bag, bag sizes and max indices, in their dtypes.
         bag_size = bag_size.to(torch.int64)
@@ -98,6 +104,10 @@ def _largest_rows(
     # Inductor leaves scatter amax to a fallback: compare every bag with every row instead.
     member = bag_of.unsqueeze(0) == torch.arange(bags, device=rows.device).unsqueeze(1)
     return torch.where(member.unsqueeze(2), rows.unsqueeze(0), lowest.unsqueeze(0)).amax(1)
+
+
+def _weight_dtypes(torch: ModuleType) -> tuple[Any, ...]:
+    return (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _only_pooled_output_used(node: Any) -> bool:
@@ -151,7 +161,7 @@ def _rewritable(torch: ModuleType, node: Any, fixed_length: bool) -> bool:
     weight = node.args[0].meta["val"]
     return (
         (mode in (SUM, MEAN) or (mode == MAX and _max_fits(node, fixed_length)))
-        and weight.dtype in (torch.float32, torch.float64)
+        and weight.dtype in _weight_dtypes(torch)
         and _only_pooled_output_used(node)
     )
 
