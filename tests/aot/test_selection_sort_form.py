@@ -10,10 +10,11 @@ the rewrite leaves no topk (control: as exported there is one), and a wrong form
 for the largest) fails the same comparison (control). Along a dim over Inductor's sort
 limit (a vocabulary of 50257), selection in rounds of chunks gives a stable sort's values
 and indices (ties, NaN, infinities, integers, a row of NaN only; a round that keeps the
-padding's indices fails the comparison: control). Left alone: such a dim with k over the
-rounds' limit, a dynamic dim, a 0-dim input, and every call when `in_math_form` is not
-asked (the CPU and libtorch targets). A rewritten program compiles and runs on the slim CPU
-runtime, where it imports the sort shim instead of topk's.
+padding's indices fails the comparison: control); with k over the rounds' limit, the first
+k of a merge sort of the whole dim. Left alone: a dynamic dim, a 0-dim input, and every call
+when `in_math_form` is not asked (the CPU and libtorch targets). A rewritten program
+compiles and runs on the slim CPU runtime, where it imports the sort shim instead of
+topk's.
 """
 
 from __future__ import annotations
@@ -215,13 +216,15 @@ def test_a_round_keeping_padding_fails_the_comparison(monkeypatch: pytest.Monkey
         assert_same(program.module()(x, i), stable_selections(x, i))
 
 
-def test_left_alone_past_the_rounds_limit_dynamic_or_0_dim() -> None:
-    from shimkit.aot.selection import CHUNKED_K_LIMIT, INDUCTOR_SORT_LIMIT
+def test_past_the_rounds_limit_merge_sorted_left_alone_dynamic_or_0_dim() -> None:
+    from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT
+    from shimkit.aot.selection import CHUNKED_K_LIMIT
 
     wide = distinct((2, INDUCTOR_SORT_LIMIT + 1), 0)
-    program, count = rewritten(TopK(CHUNKED_K_LIMIT + 1, -1, True), wide)
-    assert count == 0 and selection_calls(program) == ["aten.topk.default"]
-    assert rewritten(TopK(CHUNKED_K_LIMIT, -1, True), wide)[1] == 1
+    for k in (CHUNKED_K_LIMIT, CHUNKED_K_LIMIT + 1, INDUCTOR_SORT_LIMIT + 1):
+        program, count = rewritten(TopK(k, -1, True), wide)
+        assert count == 1 and selection_calls(program) == []
+        assert_same(program.module()(wide), TopK(k, -1, True)(wide))
     # A dynamic selected dim; a dynamic batch beside a static one is rewritten.
     columns = torch.export.Dim("columns", min=2, max=64)
     program, count = rewritten(TopK(2, -1, True), distinct((3, 8), 0), ({1: columns},))

@@ -6,8 +6,8 @@ masked SDPA, LSTM/GRU, an embedding-bag recommender, index/scan/search ops,
 bfloat16/float16 layers, dynamic batch, large-window pooling with baddbmm attention,
 detection post-processing with outputs sized by the data, 3-D video layers, antialiased
 resizing, an STFT audio net, token counts sized by the data, a vision transformer, a
-conformer convolution module, top-k mixture of experts, a sampling head with a top-k over
-a vocabulary and a max embedding bag) is compiled
+conformer convolution module, top-k mixture of experts, a sampling head with a top-k and a
+sort over a vocabulary and a max embedding bag) is compiled
 with `shimkit compile`'s API, loaded with shimkit.runtime and compared with eager
 PyTorch: float32 outputs within 1e-4 of the output's scale, integer outputs exactly.
 Every family must also import the fallback shims it is here to exercise, so a suite
@@ -94,7 +94,11 @@ FAMILY_SHIMS = {
     ],
     "conformer": ["aoti_torch_cpu_convolution"],  # grouped (depthwise) 1-D ones too
     "mixture_of_experts": ["aoti_torch_cpu_topk"],
-    "sampling_head": ["aoti_torch_cpu_topk", "aoti_torch_cpu__embedding_bag"],
+    "sampling_head": [
+        "aoti_torch_cpu_topk",
+        "aoti_torch_cpu__embedding_bag",
+        "aoti_torch_cpu_sort_stable",
+    ],
 }
 
 

@@ -672,7 +672,8 @@ class SamplingHead(nn.Module):
     """A language model's last steps before sampling: the hidden state, mixed with a max-pooled
     bag of the context's token embeddings (`nn.EmbeddingBag(mode="max")` over a 2-D input),
     to logits over a vocabulary longer than Inductor's own sort (512), then the top-k tokens
-    (values and ids) and their tempered probabilities."""
+    (values and ids) and their tempered probabilities, and for top-p sampling the whole
+    vocabulary sorted and its probability mass accumulated (the first 100 tokens returned)."""
 
     def __init__(self, vocab: int = 2000, d: int = 32, k: int = 40) -> None:
         super().__init__()
@@ -684,7 +685,9 @@ class SamplingHead(nn.Module):
     def forward(self, hidden: torch.Tensor, context: torch.Tensor) -> tuple[torch.Tensor, ...]:
         logits = self.head(self.norm(hidden + self.context(context)))  # [B, vocab]
         top, tokens = torch.topk(logits, self.k, dim=-1)
-        return torch.softmax(top / 0.8, dim=-1), tokens
+        ordered, order = torch.sort(logits, dim=-1, descending=True)
+        mass = ordered.softmax(-1).cumsum(-1)
+        return torch.softmax(top / 0.8, dim=-1), tokens, mass[:, :100], order[:, :100]
 
 
 def _randn(*shape: int) -> torch.Tensor:

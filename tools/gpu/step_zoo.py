@@ -6,7 +6,7 @@ masks, LSTM/biLSTM/GRU, embedding-bag recommender, index/scan/search ops, float1
 dynamic batch, large-window pooling, detection post-processing, 3-D video layers,
 antialiased resizing, an STFT audio net, token counts with bincount and unique, a vision
 transformer, a conformer convolution module, top-k mixture of experts, a sampling head
-with a top-k over a vocabulary and a max embedding bag), here moved to the GPU: exported
+with a top-k and a sort over a vocabulary and a max embedding bag), here moved to the GPU: exported
 on CUDA with the zoo's dynamic shapes, compiled the way `shimkit compile --device cuda`
 does (attention in math form, weights frozen, kernels embedded, checked against the slim
 CUDA shims), run on the slim CUDA runtime for every input set the zoo gives (the dynamic

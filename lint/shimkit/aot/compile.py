@@ -43,6 +43,7 @@ from shimkit.aot.inductor_options import (
     unfreezable_calls,
 )
 from shimkit.aot.median import median_in_math_form, whole_medians_in_sort_form
+from shimkit.aot.merge_sort import long_sorts_in_merge_form
 from shimkit.aot.mode import modes_in_dense_form
 from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import (
@@ -294,7 +295,8 @@ def in_math_form(
     Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
     slim targets need and torch's runner does not; `slim_cuda`: for a slim CUDA target, ops
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
-    kthvalue along a small dim as a sort, `shimkit.aot.selection`; sum, mean and max
+    kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts along a dim
+    longer than Inductor's own, `.merge_sort`; sum, mean and max
     embedding bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
     amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor
     leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
@@ -335,6 +337,11 @@ def in_math_form(
         (slim_cuda, selection_in_sort_form, "topk/kthvalue call(s)",
          "compiled as a stable sort and a slice (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
+        # After the forms that sort (selection, medians, multinomial): a sort they made
+        # along a long dim is merge-sorted too.
+        (slim_cuda, long_sorts_in_merge_form, "sort call(s) along a dim longer than 512",
+         "compiled as chunk sorts and merges (Inductor generates the kernels on CUDA; the slim "
+         "CUDA shims would sort on the host)"),
         (slim_cuda, embedding_bag_in_math_form, "embedding bag(s)",
          "compiled as a lookup and a segment sum or maximum (Inductor generates the kernels on "
          "CUDA; the slim CUDA shims would pool on the host)"),

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import input_shape, rewrite_calls, static_numel
-from shimkit.aot.selection import INDUCTOR_SORT_LIMIT
+from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT
 from shimkit.aot.torchenv import torch_has_c_shim
 
 OPS = ("median", "nanmedian")

@@ -16,8 +16,9 @@ INDUCTOR_SORT_LIMIT (the last padded with values that sort after every real one:
 the largest, NaN for the smallest, the dtype's extreme for integers), each chunk's first k
 of a stable sort are kept with their indices, in chunk order, until the candidates fit one
 sort. The first k by (value, then index) of the whole dim are among each chunk's first k,
-so values and indices are those of one stable sort. Calls along a dynamic dim, or with a
-larger k, are left to the fallback.
+so values and indices are those of one stable sort. A larger k along such a dim takes the
+first k of the whole dim's merge sort (`shimkit.aot.merge_sort`). Calls along a dynamic dim
+are left to the fallback.
 """
 
 from __future__ import annotations
@@ -26,11 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import argument, rewrite_calls
-
-# The largest sort dim Inductor lowers to its own kernel (ir.Sort.create's persistent
-# limit, max_rblock, in torch 2.11 and 2.13); beyond it, aten.sort is a fallback.
-INDUCTOR_SORT_LIMIT = 512
-
+from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT, stable_sort
 
 # The largest k selected in rounds along a longer dim: each round keeps at most half of a
 # chunk, so the candidates shrink at least by half a round.
@@ -48,10 +45,11 @@ def _sortable(shape: Any, dim: int) -> bool:
 
 def _selectable(shape: Any, dim: int, k: int) -> bool:
     """Whether a selection of the first `k` along `dim` of `shape` has a sort form: a dim
-    Inductor sorts, or a longer static one in rounds for k <= CHUNKED_K_LIMIT."""
+    Inductor sorts, or a longer static one (in rounds for k <= CHUNKED_K_LIMIT, else a
+    merge sort of the whole dim)."""
     if _sortable(shape, dim):
         return True
-    return bool(shape) and type(shape[dim % len(shape)]) is int and 0 < k <= CHUNKED_K_LIMIT
+    return bool(shape) and type(shape[dim % len(shape)]) is int and k > 0
 
 
 def _sorts_last(torch: ModuleType, dtype: Any, descending: bool) -> Any:
@@ -67,8 +65,8 @@ def _sorts_last(torch: ModuleType, dtype: Any, descending: bool) -> Any:
 def _first_k(torch: ModuleType, x: Any, k: int, dim: int, descending: bool) -> tuple[Any, Any]:
     """The first k along `dim` of a stable sort of `x` (values, indices), in rounds of
     chunks Inductor sorts when the dim is longer than INDUCTOR_SORT_LIMIT."""
-    if _sortable(x.shape, dim):
-        values, indices = torch.sort(x, dim=dim, descending=descending, stable=True)
+    if _sortable(x.shape, dim) or k > CHUNKED_K_LIMIT:
+        values, indices = stable_sort(torch, x, dim, descending)
         return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
     values = x.movedim(dim, -1)
     indices = torch.arange(values.shape[-1], device=x.device).expand(values.shape)
@@ -119,8 +117,9 @@ def _kthvalue(torch: ModuleType) -> Any:
 
 def selection_in_sort_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     """(`exported` with every topk and kthvalue along a static dim as a stable sort and a
-    slice, in rounds beyond INDUCTOR_SORT_LIMIT elements for k <= CHUNKED_K_LIMIT, how many
-    calls were rewritten). For slim CUDA blobs only: on the CPU both ops have native shims."""
+    slice (beyond INDUCTOR_SORT_LIMIT elements in rounds for k <= CHUNKED_K_LIMIT, else of a
+    merge sort), how many calls were rewritten). For slim CUDA blobs only: on the CPU both
+    ops have native shims."""
     aten = torch.ops.aten
 
     def call(node: Any) -> bool:
