@@ -112,42 +112,17 @@ def long_static_dim(shape: tuple[Any, ...] | None, dim: int) -> bool:
     return type(size) is int and size > INDUCTOR_SORT_LIMIT
 
 
-def _sort(torch: ModuleType) -> Any:
-    def sort(x: Any, dim: int = -1, descending: bool = False) -> tuple[Any, Any]:
+def _sorting(torch: ModuleType, indices_only: bool) -> Any:
+    """The form of sort (or argsort), for both overloads: `.default` passes dim and
+    descending by position, `.stable` by keyword with `stable`."""
+
+    def sort(x: Any, dim: int = -1, descending: bool = False, *, stable: Any = None) -> Any:
         if not long_static_dim(tuple(x.shape), dim):
             return NotImplemented
-        return stable_sort(torch, x, dim, descending)
+        values, indices = stable_sort(torch, x, dim, descending)
+        return indices if indices_only else (values, indices)
 
     return sort
-
-
-def _sort_stable(torch: ModuleType) -> Any:
-    def sort(
-        x: Any, *, stable: bool | None = None, dim: int = -1, descending: bool = False
-    ) -> tuple[Any, Any]:
-        if not long_static_dim(tuple(x.shape), dim):
-            return NotImplemented
-        return stable_sort(torch, x, dim, descending)
-
-    return sort
-
-
-def _argsort(torch: ModuleType) -> Any:
-    def argsort(x: Any, dim: int = -1, descending: bool = False) -> Any:
-        if not long_static_dim(tuple(x.shape), dim):
-            return NotImplemented
-        return stable_sort(torch, x, dim, descending)[1]
-
-    return argsort
-
-
-def _argsort_stable(torch: ModuleType) -> Any:
-    def argsort(x: Any, *, stable: bool, dim: int = -1, descending: bool = False) -> Any:
-        if not long_static_dim(tuple(x.shape), dim):
-            return NotImplemented
-        return stable_sort(torch, x, dim, descending)[1]
-
-    return argsort
 
 
 def long_sorts_in_merge_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
@@ -162,12 +137,13 @@ def long_sorts_in_merge_form(torch: ModuleType, exported: Any) -> tuple[Any, int
     def stable(node: Any) -> bool:
         return long_static_dim(input_shape(node), int(node.kwargs.get("dim", -1)))
 
+    sort, argsort = _sorting(torch, indices_only=False), _sorting(torch, indices_only=True)
     return rewrite_calls(
         exported,
         {
-            aten.sort.default: (_sort(torch), plain),
-            aten.sort.stable: (_sort_stable(torch), stable),
-            aten.argsort.default: (_argsort(torch), plain),
-            aten.argsort.stable: (_argsort_stable(torch), stable),
+            aten.sort.default: (sort, plain),
+            aten.sort.stable: (sort, stable),
+            aten.argsort.default: (argsort, plain),
+            aten.argsort.stable: (argsort, stable),
         },
     )
