@@ -685,7 +685,8 @@ class SamplingHead(nn.Module):
     def forward(self, hidden: torch.Tensor, context: torch.Tensor) -> tuple[torch.Tensor, ...]:
         logits = self.head(self.norm(hidden + self.context(context)))  # [B, vocab]
         top, tokens = torch.topk(logits, self.k, dim=-1)
-        ordered, order = torch.sort(logits, dim=-1, descending=True)
+        # Stable: tied logits keep one order on every device (eager's unstable sort does not).
+        ordered, order = torch.sort(logits, dim=-1, descending=True, stable=True)
         mass = ordered.softmax(-1).cumsum(-1)
         return torch.softmax(top / 0.8, dim=-1), tokens, mass[:, :100], order[:, :100]
 
