@@ -127,9 +127,8 @@ def _rows_of_bags(torch: ModuleType, node: Any) -> Any:
     indices, offsets = node.args[1], node.args[2]
     if not all(getattr(arg, "op", None) == "call_function" for arg in (indices, offsets)):
         return None
-    if indices.target not in (aten.reshape.default, aten.view.default) or list(indices.args[1]) != [
-        -1
-    ]:
+    flattened = indices.target in (aten.reshape.default, aten.view.default)
+    if not flattened or list(indices.args[1]) != [-1]:
         return None
     rows = indices.args[0]
     shape = input_shape(indices)

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import argument, rewrite_calls
-from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT, stable_sort
+from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT, long_static_dim, stable_sort
 
 # The largest k selected in rounds along a longer dim: each round keeps at most half of a
 # chunk, so the candidates shrink at least by half a round.
@@ -47,9 +47,7 @@ def _selectable(shape: Any, dim: int, k: int) -> bool:
     """Whether a selection of the first `k` along `dim` of `shape` has a sort form: a dim
     Inductor sorts, or a longer static one (in rounds for k <= CHUNKED_K_LIMIT, else a
     merge sort of the whole dim)."""
-    if _sortable(shape, dim):
-        return True
-    return bool(shape) and type(shape[dim % len(shape)]) is int and k > 0
+    return _sortable(shape, dim) or (long_static_dim(shape, dim) and k > 0)
 
 
 def _sorts_last(torch: ModuleType, dtype: Any, descending: bool) -> Any:
