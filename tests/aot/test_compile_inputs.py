@@ -81,7 +81,7 @@ def test_model_file_imports_the_modules_beside_it(tmp_path: Path) -> None:
             "model = torch.nn.Linear(2, WIDTH)\nexample_inputs = (torch.zeros(1, 2),)\n",
         )
         path_before = list(sys.path)
-        net, _ = load_model_file(model, torch)
+        net = load_model_file(model, torch).model
         assert sys.path == path_before
         sizes[width] = net.out_features
     assert sizes == {3: 3, 5: 5}
@@ -94,7 +94,7 @@ def test_model_file_imports_the_modules_beside_it(tmp_path: Path) -> None:
         "WIDTH = 3 * vendored_pkg_for_test.SCALE\n"
     )
     try:
-        net, _ = load_model_file(tmp_path / "project3" / "m.py", torch)
+        net = load_model_file(tmp_path / "project3" / "m.py", torch).model
         assert net.out_features == 6
         assert "vendored_pkg_for_test" in sys.modules and "layers" not in sys.modules
     finally:

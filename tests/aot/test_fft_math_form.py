@@ -206,7 +206,7 @@ def test_compiled_math_form_runs_on_the_slim_runtime(tmp_path: Any) -> None:
     # Control: without the rewrite (as for --target libtorch) the blob imports the complex
     # fallbacks, and compile for the slim runtime refuses it, naming them.
     exported, notes = in_math_form(
-        torch, torch.export.export(model, inputs), False, False, fft=False
+        torch, torch.export.export(model, inputs), False, False, slim=False
     )
     assert notes == []
     with pytest.raises(ShimkitError, match="_fft_r2c"):

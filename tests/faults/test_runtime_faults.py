@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -334,9 +335,12 @@ def test_two_blobs_loaded_at_once_each_run_their_own_code(cases: dict[str, BlobC
 
 def test_model_called_with_none_is_one_line(cases: dict[str, BlobCase]) -> None:
     with rt.load(cases["mlp"].pt2) as model:
-        with pytest.raises(ShimkitError, match=r"^input 0: got None, expected an array"):
+        where = re.escape(str(cases["mlp"].pt2))
+        with pytest.raises(
+            ShimkitError, match=rf"^{where}:.*: input 0: got None, expected an array"
+        ):
             model(None)
-        with pytest.raises(ShimkitError, match=r"^input 0: a str is not an array of numbers"):
+        with pytest.raises(ShimkitError, match=rf"^{where}:.*: input 0: a str is not an array of"):
             model("not numbers")
         # Control: the same model takes a real input afterwards.
         got = model(*cases["mlp"].inputs)[0]

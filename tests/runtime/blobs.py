@@ -92,7 +92,8 @@ def build_case(name: str, cache: Path = CACHE) -> BlobCase:
     pt2, data = base.with_suffix(".pt2"), base.with_suffix(".npz")
     if not (pt2.is_file() and data.is_file()):
         cache.mkdir(parents=True, exist_ok=True)
-        model, inputs = load_model_file(MODELS / model_file, torch)
+        loaded = load_model_file(MODELS / model_file, torch)
+        model, inputs = loaded.model, loaded.inputs
         model = _wrap(torch, model, how)
         with torch.no_grad():
             expected = [t.numpy() for t in _as_list(model(*inputs))]

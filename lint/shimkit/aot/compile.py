@@ -42,6 +42,7 @@ from shimkit.aot.inductor_options import (
     inductor_configs,
     unfreezable_calls,
 )
+from shimkit.aot.linalg import linalg_in_math_form
 from shimkit.aot.median import median_in_math_form, whole_medians_in_sort_form
 from shimkit.aot.merge_sort import long_sorts_in_merge_form
 from shimkit.aot.mode import modes_in_dense_form
@@ -83,15 +84,22 @@ class CompileResult:
     notes: list[str] = field(default_factory=list)
 
 
-def export_program(torch: ModuleType, model: Any, inputs: tuple[Any, ...], label: str) -> Any:
-    """torch.export.export, with torch's reason as one paragraph on failure."""
+def export_program(
+    torch: ModuleType,
+    model: Any,
+    inputs: tuple[Any, ...],
+    label: str,
+    dynamic_shapes: Any = None,
+) -> Any:
+    """torch.export.export (with `dynamic_shapes`, torch's argument), with torch's reason as
+    one paragraph on failure."""
     captured = io.StringIO()
     try:
         model.eval()
         # torch prints the partial graph of a failed export to sys.stderr; hold
         # stderr back and replay it only if the export succeeds.
         with quiet_torch_logs(), contextlib.redirect_stderr(captured):
-            exported = torch.export.export(model, inputs)
+            exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
     sys.stderr.write(captured.getvalue())
@@ -287,13 +295,14 @@ def in_math_form(
     exported: Any,
     attention: bool,
     rnn_cells: bool,
-    fft: bool = True,
+    slim: bool = True,
     slim_cuda: bool = False,
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
-    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `fft`:
-    Fourier transforms and complex values in real arithmetic, `shimkit.aot.fft`, which the
-    slim targets need and torch's runner does not; `slim_cuda`: for a slim CUDA target, ops
+    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `slim`: what
+    the slim targets need and torch's runner does not, on either device: Fourier transforms
+    and complex values in real arithmetic, `shimkit.aot.fft`, and linear algebra on small
+    matrices, `shimkit.aot.linalg`; `slim_cuda`: for a slim CUDA target, ops
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
     kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts along a dim
     longer than Inductor's own, `.merge_sort`; sum, mean and max
@@ -367,8 +376,12 @@ def in_math_form(
         (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s)",
          "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
+        (slim, linalg_in_math_form,
+         "linear algebra call(s) (inv, solve, det, slogdet, cholesky and triangular solves)",
+         "compiled in their math form (LU and Cholesky steps on matrices of at most 16 rows; "
+         "this torch has no C shim for them; a singular matrix gives inf/NaN, not an error)"),
         # Last, on what the others made; for the slim targets only.
-        (fft, fft_in_math_form, "Fourier transform or complex-valued call(s)",
+        (slim, fft_in_math_form, "Fourier transform or complex-valued call(s)",
          "compiled in their math form (DFTs as matrix products, complex values as real pairs; "
          "the slim shims have no complex dtypes)"),
     ]  # fmt: skip
@@ -398,20 +411,22 @@ def compile_model(
     device: str = "cpu",
     decompose_attention: bool = False,
     decompose_rnn_cells: bool = False,
+    dynamic_shapes: Any = None,
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
     compile_exported; `decompose_attention` and `decompose_rnn_cells`: those fallbacks in
-    their math form first, `in_math_form`; Fourier transforms too, unless for libtorch)."""
+    their math form first, `in_math_form`; Fourier transforms too, unless for libtorch;
+    `dynamic_shapes`: torch.export's argument, for sizes the package takes at run time)."""
     torch = require_torch()
     label = type(model).__name__
-    exported = export_program(torch, model, tuple(example_inputs), label)
+    exported = export_program(torch, model, tuple(example_inputs), label, dynamic_shapes)
     slim = target != "libtorch"
     exported, _ = in_math_form(
         torch,
         exported,
         decompose_attention,
         decompose_rnn_cells,
-        fft=slim,
+        slim=slim,
         slim_cuda=slim and device == "cuda",
     )
     return compile_exported(

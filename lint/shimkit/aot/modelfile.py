@@ -7,6 +7,7 @@ import runpy
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -84,10 +85,25 @@ def beside_its_modules(path: Path) -> Iterator[None]:
                 del sys.modules[name]
 
 
+@dataclass
+class ModelFile:
+    """What a model file defines: the module, its example inputs and, if the file says,
+    torch.export's `dynamic_shapes` for them (None: every size as in the example)."""
+
+    model: Any
+    inputs: tuple[Any, ...]
+    dynamic_shapes: Any = None
+
+
 def load_model_file(
-    path: Path, torch: ModuleType, model_attr: str = "model", inputs_attr: str = "example_inputs"
-) -> tuple[Any, tuple[Any, ...]]:
-    """Run a model file and return its (`model_attr`, `inputs_attr`) values, checked."""
+    path: Path,
+    torch: ModuleType,
+    model_attr: str = "model",
+    inputs_attr: str = "example_inputs",
+    dynamic_shapes_attr: str = "dynamic_shapes",
+) -> ModelFile:
+    """Run a model file and return its `model_attr` and `inputs_attr` values, checked, with
+    its `dynamic_shapes_attr` value where it defines one (optional)."""
     if not path.is_file():
         raise ShimkitError(f"{path}: model file not found")
     try:
@@ -118,7 +134,14 @@ def load_model_file(
         raise ShimkitError(
             f"{path}: {inputs_attr!r} is a {type(inputs).__name__}, not a tuple of inputs"
         )
-    return model, inputs
+    dynamic_shapes = namespace.get(dynamic_shapes_attr)
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, (tuple, list, dict)):
+        raise ShimkitError(
+            f"{path}: {dynamic_shapes_attr!r} is a {type(dynamic_shapes).__name__}, not "
+            "torch.export's dynamic_shapes (a tuple with one entry per input, or a dict by "
+            "argument name; for example `({0: torch.export.Dim('batch')},)`)"
+        )
+    return ModelFile(model, inputs, dynamic_shapes)
 
 
 def load_exported_program(path: Path, torch: ModuleType) -> Any:

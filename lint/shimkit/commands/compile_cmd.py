@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inputs-attr", default="example_inputs", help="the example inputs' name in MODEL.py"
     )
+    parser.add_argument(
+        "--dynamic-shapes-attr",
+        default="dynamic_shapes",
+        help="the name in MODEL.py of torch.export's dynamic_shapes for the example inputs "
+        "(optional there; without it every size is the example's)",
+    )
     parser.add_argument("--force", action="store_true", help="replace OUT.pt2 if it exists")
     parser.add_argument(
         "--target",
@@ -79,17 +85,20 @@ def run(args: argparse.Namespace) -> int:
         if cuda:
             exported = _moved_to_cuda(torch, exported, source)
     else:
-        model, inputs = load_model_file(source, torch, args.model_attr, args.inputs_attr)
+        loaded = load_model_file(
+            source, torch, args.model_attr, args.inputs_attr, args.dynamic_shapes_attr
+        )
+        model, inputs = loaded.model, loaded.inputs
         if cuda:
             model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
-        exported = export_program(torch, model, inputs, str(source))
+        exported = export_program(torch, model, inputs, str(source), loaded.dynamic_shapes)
     attention = cuda if args.decompose_attention is None else args.decompose_attention
     # torch's runner has the fused CUDA RNN cells (through its proxy executor), complex dtypes
     # with its FFTs, and CUDA topk and embedding bags; a slim runtime has none of them (the
     # slim CUDA shims select and pool on the host; Inductor's forms stay on the device).
     slim = target != "libtorch"
     exported, notes = in_math_form(
-        torch, exported, attention, rnn_cells=cuda and slim, fft=slim, slim_cuda=cuda and slim
+        torch, exported, attention, rnn_cells=cuda and slim, slim=slim, slim_cuda=cuda and slim
     )
     for note in notes:
         print(f"{source}: {note}")

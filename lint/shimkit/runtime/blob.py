@@ -26,11 +26,13 @@ _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
 class InputSpec:
     """Expected dtype (numpy name) and sizes of one input; None = not fixed. `order`: the
     dims from outermost to innermost in memory where the blob was compiled for a layout
-    other than row-major (a channels-last example input), else None."""
+    other than row-major (a channels-last example input), else None. `ranges`: (dim, at
+    least, at most) of each dynamic dim the blob bounds (torch.export's range for it)."""
 
     dtype: str | None
     shape: tuple[int | None, ...] | None
     order: tuple[int, ...] | None = None
+    ranges: tuple[tuple[int, int | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ _CHECK_FN = re.compile(
 _DTYPE = re.compile(r"_expected_dtype = aoti_torch_dtype_(\w+)\(\);")
 _FIXED_DIM = re.compile(r"if \((\d+) != \w+_size\[(\d+)\]\)")
 _ANY_DIM = re.compile(r"\w+_size\[(\d+)\]")
+_DIM_BOUND = re.compile(r"if \(\w+_size\[(\d+)\] ([<>]) (\d+)\)")
 _NUMPY_NAMES = {"bool": "bool", "bfloat16": None}
 
 
@@ -117,12 +120,21 @@ def _input_specs(source: str) -> tuple[InputSpec, ...] | None:
         shape: list[int | None] = [None] * (max(dims) + 1 if dims else 0)
         for value, index in _FIXED_DIM.findall(body):
             shape[int(index)] = int(value)
+        ranges: dict[int, tuple[int | None, int | None]] = {}
+        for dim, sign, bound in _DIM_BOUND.findall(body):
+            low, high = ranges.get(int(dim), (None, None))
+            if sign == "<":  # `size < 2` fails: at least 2
+                low = int(bound)
+            else:
+                high = int(bound)
+            ranges[int(dim)] = (low, high)
         name = dtype.group(1) if dtype else None
         index = int(match.group(1))
         specs[index] = InputSpec(
             dtype=_NUMPY_NAMES.get(name, name) if name else None,
             shape=tuple(shape) if dims else None,
             order=orders.get(index) if dims and len(orders.get(index, ())) == len(shape) else None,
+            ranges=tuple((dim, low, high) for dim, (low, high) in sorted(ranges.items())),
         )
     if not specs or sorted(specs) != list(range(len(specs))):
         return None
@@ -225,6 +237,21 @@ def check_input_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
         if not shape_ok:
             want = "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
             raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
+    for dim, low, high in spec.ranges:
+        size = array.shape[dim] if dim < array.ndim else None
+        too_small = size is not None and low is not None and size < low
+        too_large = size is not None and high is not None and size > high
+        if too_small or too_large:
+            span = f"{low if low is not None else 0} to {high if high is not None else 'any'}"
+            why = (
+                "torch.export compiles a dynamic dim for sizes of 2 and more; sizes 0 and 1 "
+                "need a package of their own"
+                if too_small and low == 2
+                else "the range torch.export gave that dynamic dim; export with a wider Dim"
+            )
+            raise ShimkitError(
+                f"input {index}: size {size} at dim {dim}, where the package takes {span} ({why})"
+            )
 
 
 _Loaded = TypeVar("_Loaded", bound="LoadedBlob")

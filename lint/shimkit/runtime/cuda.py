@@ -314,16 +314,20 @@ class CudaModel(LoadedBlob):
         return self._handle
 
     def _inputs(self, inputs: Sequence[Any]) -> tuple[list[np.ndarray], Any]:
+        """Host arrays and their descriptors; an error names the file and the input."""
         if len(inputs) != self.num_inputs:
             raise ShimkitError(
                 f"{self._where()}: model takes {self.num_inputs} inputs, got {len(inputs)}"
             )
-        arrays = [_host_array(value, i) for i, value in enumerate(inputs)]
-        if self.input_specs is not None:
-            for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
-                check_input_spec(array, spec, i)
-                if spec.order is not None:  # compiled for a channels-last input
-                    arrays[i] = dense_in_order(array, spec.order)
+        try:
+            arrays = [_host_array(value, i) for i, value in enumerate(inputs)]
+            if self.input_specs is not None:
+                for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
+                    check_input_spec(array, spec, i)
+                    if spec.order is not None:  # compiled for a channels-last input
+                        arrays[i] = dense_in_order(array, spec.order)
+        except ShimkitError as exc:
+            raise ShimkitError(f"{self._where()}: {exc}") from None
         descs = (Tensor * max(len(arrays), 1))(*[_describe(a) for a in arrays])
         return arrays, descs
 

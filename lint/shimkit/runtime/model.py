@@ -174,13 +174,18 @@ class Model(LoadedBlob):
         return names
 
     def _prepare(self, inputs: Sequence[Any]) -> list[np.ndarray]:
-        """Arrays to pass (kept alive by the caller); fills the input descriptors."""
+        """Arrays to pass (kept alive by the caller); fills the input descriptors. An
+        error names the file and the input."""
+        try:
+            return self._described(inputs)
+        except ShimkitError as exc:
+            raise ShimkitError(f"{self._where()}: {exc}") from None
+
+    def _described(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         if self._handle is None:
-            raise ShimkitError(f"{self._where()}: model is closed")
+            raise ShimkitError("model is closed")
         if len(inputs) != self.num_inputs:
-            raise ShimkitError(
-                f"{self._where()}: model takes {self.num_inputs} inputs, got {len(inputs)}"
-            )
+            raise ShimkitError(f"model takes {self.num_inputs} inputs, got {len(inputs)}")
         arrays = []
         geometry = self._geometry
         last = self._last_inputs
