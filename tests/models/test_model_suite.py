@@ -99,6 +99,9 @@ FAMILY_SHIMS = {
         "aoti_torch_cpu__embedding_bag",
         "aoti_torch_cpu_sort_stable",
     ],
+    # inv, solve, slogdet, cholesky and det have no C shim: compile's math form (LU and
+    # Cholesky steps Inductor generates); the batched products are bmm's.
+    "pose_head": ["aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out"],
 }
 
 

@@ -691,6 +691,27 @@ class SamplingHead(nn.Module):
         return torch.softmax(top / 0.8, dim=-1), tokens, mass[:, :100], order[:, :100]
 
 
+class PoseHead(nn.Module):
+    """Keypoints regressed from features, then linear algebra on the data, as pose and
+    tracking heads do it: each sample's camera matrix inverted to back-project the points,
+    their covariance's Cholesky factor and log-determinant, a solve against it (a
+    Mahalanobis-style weight), and the determinant of a rotation-like 3x3."""
+
+    def __init__(self, features: int = 30, points: int = 10) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(features, 64), nn.ReLU(), nn.Linear(64, points * 3))
+        self.points = points
+
+    def forward(self, x: torch.Tensor, camera: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        points = self.net(x).view(-1, self.points, 3)
+        rays = (torch.linalg.inv(camera) @ points.mT).mT
+        centred = rays - rays.mean(1, keepdim=True)
+        cov = centred.mT @ centred / self.points + 0.1 * torch.eye(3, device=x.device)
+        weights = torch.linalg.solve(cov, centred.mT).mT
+        spread = torch.linalg.slogdet(cov)[1]
+        return rays, torch.linalg.cholesky(cov), weights, spread, torch.linalg.det(camera)
+
+
 def _randn(*shape: int) -> torch.Tensor:
     return torch.randn(*shape)
 
@@ -861,6 +882,17 @@ def _sampling_head() -> ZooModel:
     )
 
 
+def _pose_head() -> ZooModel:
+    _seeded(33)
+    batch = torch.export.Dim("batch", min=2, max=64)
+    intrinsics = torch.tensor([[50.0, 0.0, 16.0], [0.0, 48.0, 12.0], [0.0, 0.0, 1.0]])
+
+    def inputs(b: int) -> tuple[torch.Tensor, ...]:
+        return _randn(b, 30), intrinsics + 0.5 * _randn(b, 3, 3)
+
+    return ZooModel(PoseHead().eval(), inputs(4), ({0: batch}, {0: batch}), more_inputs=[inputs(7)])
+
+
 def _transformer_block() -> ZooModel:
     _seeded(22)
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
@@ -889,6 +921,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "conformer": _conformer,
     "mixture_of_experts": _mixture_of_experts,
     "sampling_head": _sampling_head,
+    "pose_head": _pose_head,
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,

@@ -351,6 +351,14 @@ def main() -> int:
         "one at a time on a quiet machine (after the issue's models)",
     )
     parser.add_argument(
+        "--model-files",
+        type=Path,
+        metavar="DIR",
+        help="also compile every *.py model file in DIR with `shimkit compile --device cuda` "
+        "and run it on the slim CUDA runtime with graph replay, against eager "
+        "(step_model_file.py: held-out models, kept outside the repository)",
+    )
+    parser.add_argument(
         "--random",
         action="store_true",
         help="also compile and run random ops and torch.multinomial on CUDA (step_random.py)",
@@ -417,6 +425,13 @@ def main() -> int:
             [py, str(GPU / "step_zoo.py"), str(out / f"zoo_{name}.json"), name, str(blobs)],
             compile_env,
         )
+    model_files = sorted(args.model_files.resolve().glob("*.py")) if args.model_files else []
+    for path in model_files:
+        jobs[f"file_{path.stem}"] = (
+            [py, str(GPU / "step_model_file.py"), str(out / f"file_{path.stem}.json"),
+             str(path), str(blobs)],
+            compile_env,
+        )  # fmt: skip
     if args.random:
         jobs["random"] = (
             [py, str(GPU / "step_random.py"), str(out / "random.json"), str(blobs)],
@@ -515,11 +530,21 @@ def main() -> int:
     }
     summary["controls"] = get(exp.result("slim_mlp"), "controls")
     summary["zoo"] = {name: zoo_row(exp, name) for name in zoo}
+    summary["model_files"] = {
+        path.stem: {
+            "result": exp.result(f"file_{path.stem}"),
+            "step": exp.steps.get(f"file_{path.stem}"),
+        }
+        for path in model_files
+    }
     summary["cudnn_check"] = exp.steps.get("cudnn_check")
     if args.random:
         summary["random"] = {"result": exp.result("random"), "step": exp.steps.get("random")}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    printed = ("table", "targets", "interleaved", "interleaved_tf32_matmuls", "zoo", "random")
+    printed = (
+        "table", "targets", "interleaved", "interleaved_tf32_matmuls", "zoo", "model_files",
+        "random",
+    )  # fmt: skip
     print(json.dumps({k: summary[k] for k in printed if k in summary}, indent=1))
     return 0
 
