@@ -1,8 +1,10 @@
-"""Linear algebra on small matrices in its math form (shimkit.aot.linalg): inv, solve, det,
-slogdet, logdet, cholesky, cholesky_solve and solve_triangular against torch's LAPACK
-results, in float64 and float32, sizes 1 to 16, batched and with a dynamic batch; matrices
-that need row swaps; what is left alone; and a pose-style model compiled for the slim CPU
-runtime (control: with an SVD, which has no form, compile refuses it and names the op)."""
+"""Linear algebra on small matrices in its math form (shimkit.aot.linalg, .jacobi): inv,
+solve, det, slogdet, logdet, cholesky, cholesky_solve and solve_triangular against torch's
+LAPACK results, in float64 and float32, sizes 1 to 16, batched and with a dynamic batch;
+matrices that need row swaps; SVD and eigh (sizes 1 to 4) on what does not depend on the
+vectors' signs; what is left alone; and pose-style models (a Kabsch alignment among them)
+compiled for the slim CPU runtime (control: with a QR, which has no form, compile refuses
+the model and names the op)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from shimkit.aot.jacobi import JACOBI_SIZE_LIMIT
 from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
 
 from tests.aot.math_form_run import calls_of, compile_in_math_form_and_run
@@ -28,6 +31,11 @@ LINALG_OPS = (
     "aten.linalg_cholesky.default",
     "aten.cholesky_solve.default",
     "aten.linalg_solve_triangular.default",
+    "aten.linalg_svd.default",
+    "aten.linalg_svdvals.default",
+    "aten.svd.default",
+    "aten.linalg_eigh.default",
+    "aten.linalg_eigvalsh.default",
 )
 
 
@@ -130,21 +138,23 @@ def test_singular_matrix_gives_inf_or_nan_not_an_error() -> None:
 
 
 def test_left_alone() -> None:
-    """No form: matrices above the size limit, a dynamic matrix size, a right-hand solve,
-    and the decompositions (SVD, eigh, QR)."""
+    """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve,
+    a non-square SVD, and QR."""
 
     class Others(torch.nn.Module):
-        def forward(self, a: Any, big: Any, b: Any) -> tuple[Any, ...]:
+        def forward(self, a: Any, big: Any, b: Any, wide: Any) -> tuple[Any, ...]:
             return (
                 torch.linalg.inv(big),
                 torch.linalg.solve(a, b.mT, left=False),
-                torch.linalg.svd(a)[1],
-                torch.linalg.eigh(a @ a.mT)[0],
+                torch.linalg.svd(a[..., :5, :5])[1],  # above JACOBI_SIZE_LIMIT
+                torch.linalg.eigh(a[..., :5, :5] @ a[..., :5, :5].mT)[0],
+                torch.linalg.svdvals(wide),
                 torch.linalg.qr(a)[1],
             )
 
     n = SIZE_LIMIT + 1
-    inputs = (torch.randn(2, 3, 3), torch.randn(2, n, n), torch.randn(2, 3, 3))
+    assert JACOBI_SIZE_LIMIT < 5
+    inputs = (torch.randn(2, 6, 6), torch.randn(2, n, n), torch.randn(2, 6, 6), torch.randn(3, 4))
     exported = torch.export.export(Others(), inputs)
     assert linalg_in_math_form(torch, exported) == (exported, 0)
 
@@ -159,17 +169,71 @@ def test_left_alone() -> None:
     assert linalg_in_math_form(torch, exported) == (exported, 0)
 
 
+class Spectral(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, ...]:
+        sym = a + a.mT
+        u, s, vh = torch.linalg.svd(a)
+        old_u, old_s, old_v = torch.svd(a)
+        values, vectors = torch.linalg.eigh(sym)
+        upper = torch.linalg.eigvalsh(torch.triu(sym), UPLO="U")
+        return u, s, vh, torch.linalg.svdvals(a), old_u, old_s, old_v, values, vectors, upper
+
+
+def _signs_aligned(got: Any, want: Any) -> Any:
+    """`got`'s columns flipped to point as `want`'s do (vectors are unique up to sign)."""
+    return got * torch.sign((got * want).sum(-2, keepdim=True))
+
+
+@pytest.mark.parametrize("n", range(1, JACOBI_SIZE_LIMIT + 1))
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
+    a = torch.randn(32, n, n, generator=torch.Generator().manual_seed(n), dtype=dtype)
+    exported = torch.export.export(Spectral(), (a,))
+    assert len(calls_of(exported, LINALG_OPS)) == 5  # control: the calls are there
+    program, count = linalg_in_math_form(torch, exported)
+    assert count == 5 and calls_of(program, LINALG_OPS) == []
+    u, s, vh, svdvals, old_u, old_s, old_v, values, vectors, upper = program.module()(a)
+    want = Spectral()(a)
+    eye = torch.eye(n, dtype=dtype)
+    scale = max(float(a.abs().max()), 1.0)
+    assert torch.allclose(s, want[1], atol=tol * scale) and torch.equal(s, svdvals)
+    assert torch.equal(old_s, s) and torch.equal(old_v, vh.mT) and torch.equal(old_u, u)
+    assert torch.allclose(u @ torch.diag_embed(s) @ vh, a, atol=tol * scale)
+    assert torch.allclose(u.mT @ u, eye, atol=tol) and torch.allclose(vh @ vh.mT, eye, atol=tol)
+    assert torch.allclose(u @ vh, want[0] @ want[2], atol=tol * scale)  # sign-free
+    assert torch.allclose(values, want[7], atol=tol * scale)
+    assert torch.allclose(upper, want[9], atol=tol * scale)
+    assert torch.allclose(_signs_aligned(vectors, want[8]), want[8], atol=100 * tol)
+    assert torch.allclose(vectors.mT @ vectors, eye, atol=tol)
+
+
+def test_repeated_singular_values() -> None:
+    """A rotation: every singular value 1, U and V not unique, U Vh the rotation itself."""
+    angle = torch.tensor(0.7, dtype=torch.float64)
+    c, s = torch.cos(angle), torch.sin(angle)
+    rotation = torch.stack(
+        [
+            torch.stack([c, -s, c * 0]),
+            torch.stack([s, c, c * 0]),
+            torch.tensor([0.0, 0, 1]).double(),
+        ]
+    )[None]
+    program, _ = linalg_in_math_form(torch, torch.export.export(Spectral(), (rotation,)))
+    u, values, vh = program.module()(rotation)[:3]
+    assert torch.allclose(values, torch.ones(1, 3, dtype=torch.float64), atol=1e-14)
+    assert torch.allclose(u @ vh, rotation, atol=1e-14)
+
+
 class Pose(torch.nn.Module):
     """Keypoints regressed, a covariance solve and its log-determinant, a camera matrix
     inverted per sample: linear algebra on data, as a pose head does."""
 
-    def __init__(self, svd: bool = False) -> None:
+    def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.net = torch.nn.Sequential(
             torch.nn.Linear(30, 64), torch.nn.ReLU(), torch.nn.Linear(64, 30)
         )
-        self.svd = svd
 
     def forward(self, x: Any, camera: Any) -> tuple[Any, ...]:
         points = self.net(x).view(-1, 10, 3)
@@ -177,10 +241,7 @@ class Pose(torch.nn.Module):
         cov = centred.mT @ centred + torch.eye(3)
         weights = torch.linalg.solve(cov, torch.ones(x.shape[0], 3, 1))
         projected = (torch.linalg.inv(camera) @ points.mT).mT
-        out = (projected, weights, torch.linalg.slogdet(cov)[1], torch.linalg.cholesky(cov))
-        if self.svd:
-            out = (*out, torch.linalg.svdvals(cov))
-        return out
+        return projected, weights, torch.linalg.slogdet(cov)[1], torch.linalg.cholesky(cov)
 
 
 def _pose_inputs() -> tuple[Any, Any]:
@@ -201,11 +262,48 @@ def test_pose_model_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
         assert np.abs(got - expected).max() <= 1e-4 * scale
 
 
+class Kabsch(torch.nn.Module):
+    """Predicted points aligned to a template by the rotation the SVD of their covariance
+    gives (with the reflection fixed by the determinant's sign), as point-cloud registration
+    and protein-structure heads do."""
+
+    def __init__(self, qr: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.net = torch.nn.Linear(30, 30)
+        self.register_buffer("template", torch.randn(10, 3))
+        self.qr = qr
+
+    def forward(self, x: Any) -> tuple[Any, ...]:
+        points = self.net(x).view(-1, 10, 3)
+        p = points - points.mean(1, keepdim=True)
+        t = self.template - self.template.mean(0)
+        u, _, vh = torch.linalg.svd(p.mT @ t)
+        flip = torch.ones_like(u[..., 0, :])
+        flip[..., -1] = torch.sign(torch.linalg.det(u @ vh))
+        rotation = u @ torch.diag_embed(flip) @ vh
+        out = (p @ rotation, rotation)
+        if self.qr:
+            out = (*out, torch.linalg.qr(p)[1])
+        return out
+
+
 @pytest.mark.slow
-def test_svd_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
+def test_kabsch_alignment_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
+    model = Kabsch().eval()
+    inputs = (torch.randn(6, 30, generator=torch.Generator().manual_seed(3)),)
+    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "kabsch.pt2")
+    assert any("2 linear algebra call(s)" in note for note in run.notes), run.notes
+    with torch.no_grad():
+        want = [t.numpy() for t in model(*inputs)]
+    for got, expected in zip(run.outputs, want, strict=True):
+        assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
+
+
+@pytest.mark.slow
+def test_qr_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
     from shimkit.errors import ShimkitError
 
-    with pytest.raises(ShimkitError, match="_linalg_svd"):
-        compile_in_math_form_and_run(
-            torch, Pose(svd=True).eval(), _pose_inputs(), tmp_path / "x.pt2"
-        )
+    inputs = (torch.randn(6, 30),)
+    with pytest.raises(ShimkitError, match="linalg_qr"):
+        compile_in_math_form_and_run(torch, Kabsch(qr=True).eval(), inputs, tmp_path / "x.pt2")

@@ -42,7 +42,8 @@ from shimkit.aot.inductor_options import (
     inductor_configs,
     unfreezable_calls,
 )
-from shimkit.aot.linalg import linalg_in_math_form
+from shimkit.aot.jacobi import JACOBI_SIZE_LIMIT
+from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
 from shimkit.aot.median import median_in_math_form, whole_medians_in_sort_form
 from shimkit.aot.merge_sort import long_sorts_in_merge_form
 from shimkit.aot.mode import modes_in_dense_form
@@ -377,9 +378,11 @@ def in_math_form(
          "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
         (slim, linalg_in_math_form,
-         "linear algebra call(s) (inv, solve, det, slogdet, cholesky and triangular solves)",
-         "compiled in their math form (LU and Cholesky steps on matrices of at most 16 rows; "
-         "this torch has no C shim for them; a singular matrix gives inf/NaN, not an error)"),
+         "linear algebra call(s) (inv, solve, det, slogdet, cholesky, triangular solves, svd, "
+         "eigh)",
+         f"compiled in their math form (LU and Cholesky steps on matrices of at most {SIZE_LIMIT} "
+         f"rows, Jacobi rotations on ones of at most {JACOBI_SIZE_LIMIT}; this torch has no C "
+         "shim for them; a singular matrix gives inf/NaN, not an error)"),
         # Last, on what the others made; for the slim targets only.
         (slim, fft_in_math_form, "Fourier transform or complex-valued call(s)",
          "compiled in their math form (DFTs as matrix products, complex values as real pairs; "

@@ -1,25 +1,28 @@
 """Linear algebra on small matrices in its math form, for the slim targets.
 
-`torch.linalg.inv`, `solve`, `det`, `slogdet`, `cholesky`, `solve_triangular` (and the
-older `inverse`, `det`, `logdet`, `cholesky_solve`) have no C shim torch's AOTInductor could
-call: a blob with them calls libtorch's proxy executor, which no slim runtime has, so
-compile would refuse the model. They appear in real models on data, not only on weights
-(a pose head aligning keypoints, a Kalman or Gaussian-process step, camera intrinsics
-inverted per sample); freezing folds the ones on weights alone. For matrices of a static
-size of at most `SIZE_LIMIT`, compile writes them as the elementary steps LAPACK takes,
-unrolled over rows so Inductor generates the kernels on either device:
+`torch.linalg.inv`, `solve`, `det`, `slogdet`, `cholesky`, `solve_triangular`, `svd`,
+`svdvals`, `eigh`, `eigvalsh` (and the older `inverse`, `det`, `logdet`, `cholesky_solve`,
+`svd`) have no C shim torch's AOTInductor could call: a blob with them calls libtorch's
+proxy executor, which no slim runtime has, so compile would refuse the model. They appear
+in real models on data, not only on weights (a pose head aligning keypoints, a Kalman or
+Gaussian-process step, camera intrinsics inverted per sample); freezing folds the ones on
+weights alone. For matrices of a static size of at most `SIZE_LIMIT` (`JACOBI_SIZE_LIMIT`
+for SVD and eigh), compile writes them as elementary steps, unrolled over rows so Inductor
+generates the kernels on either device:
 
 - LU with partial pivoting (LAPACK's getrf: the first largest magnitude in the column is
   the pivot, rows swapped whole), giving det (the product of U's diagonal, negated per
   swap), slogdet, and solve and inv by forward and back substitution;
-- Cholesky (potrf's column order) for `cholesky` and `cholesky_solve`;
-- substitution alone for `solve_triangular` (a left-hand side only).
+- Cholesky (column by column) for `cholesky` and `cholesky_solve`;
+- substitution alone for `solve_triangular` (a left-hand side only);
+- Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`).
 
 What differs from torch: a singular matrix (or one that is not positive definite for
-Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; the results agree
-with LAPACK's to rounding (tests/aot/test_linalg_math_form.py). Batched matrices and
-dynamic batch sizes are fine; the matrix sizes must be static. SVD, eigh, QR and pinv keep
-their calls, and compile names them.
+Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
+and eigenvectors may differ from LAPACK's by sign (both are valid); the results agree with
+LAPACK's to rounding (tests/aot/test_linalg_math_form.py). Batched matrices and dynamic
+batch sizes are fine; the matrix sizes must be static. QR, pinv, lstsq and non-square SVDs
+keep their calls, and compile names them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from shimkit.aot import jacobi
 from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 
 # The largest matrix side written out: the steps are unrolled, so the graph grows with the
@@ -34,11 +38,11 @@ from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 SIZE_LIMIT = 16
 
 
-def _square(shape: tuple[Any, ...] | None) -> bool:
+def _square(shape: tuple[Any, ...] | None, limit: int = SIZE_LIMIT) -> bool:
     if shape is None or len(shape) < 2:
         return False
     rows, cols = shape[-2], shape[-1]
-    return type(rows) is int and rows == cols and 1 <= rows <= SIZE_LIMIT
+    return type(rows) is int and rows == cols and 1 <= rows <= limit
 
 
 def _floating(node: Any, index: int = 0) -> bool:
@@ -51,9 +55,9 @@ def _real(tensor: Any) -> bool:
     return tensor.dtype.is_floating_point and tensor.dtype.itemsize >= 4
 
 
-def _fits(matrix: Any) -> bool:
-    """What a form is given: a real matrix (batch) of a static size within the limit."""
-    return _real(matrix) and _square(tuple(matrix.shape))
+def _fits(matrix: Any, limit: int = SIZE_LIMIT) -> bool:
+    """What a form is given: a real matrix (batch) of a static size within `limit`."""
+    return _real(matrix) and _square(tuple(matrix.shape), limit)
 
 
 def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
@@ -205,8 +209,40 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         rows = [a[..., i, :] for i in range(a.shape[-1])]
         return _substitute(torch, rows, b, upper, unitriangular)
 
+    def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
+        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+            return NotImplemented
+        return jacobi.svd(torch, a)  # square: full or not, the same shapes
+
+    def svdvals(a: Any, driver: Any = None) -> Any:
+        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+            return NotImplemented
+        return jacobi.svd(torch, a)[1]
+
+    def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
+        if not (_fits(a, jacobi.JACOBI_SIZE_LIMIT) and compute_uv):
+            return NotImplemented
+        u, values, vh = jacobi.svd(torch, a)
+        return u, values, vh.transpose(-2, -1)  # torch.svd returns V
+
+    def eigh(a: Any, UPLO: str = "L") -> Any:  # torch's argument names: given by keyword
+        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+            return NotImplemented
+        return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")
+
+    def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+            return NotImplemented
+        return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")[0]
+
     def square(node: Any) -> bool:
         return _square(input_shape(node)) and _floating(node)
+
+    def small(node: Any) -> bool:
+        return _square(input_shape(node), jacobi.JACOBI_SIZE_LIMIT) and _floating(node)
+
+    def old_svd_call(node: Any) -> bool:
+        return small(node) and bool(argument(node, 2, "compute_uv", True))
 
     def solve_call(node: Any) -> bool:
         rhs = input_shape(node, 1)
@@ -230,11 +266,17 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
+        aten.linalg_svd.default: (svd, small),
+        aten.linalg_svdvals.default: (svdvals, small),
+        aten.svd.default: (old_svd, old_svd_call),
+        aten.linalg_eigh.default: (eigh, small),
+        aten.linalg_eigvalsh.default: (eigvalsh, small),
     }
 
 
 def linalg_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     """(`exported` with every inv, solve, det, slogdet, logdet, cholesky, cholesky_solve and
-    solve_triangular call on static square matrices of at most SIZE_LIMIT rows in its math
-    form, how many calls were rewritten)."""
+    solve_triangular call on static square matrices of at most SIZE_LIMIT rows, and every
+    svd, svdvals, eigh and eigvalsh call on ones of at most JACOBI_SIZE_LIMIT rows, in its
+    math form, how many calls were rewritten)."""
     return rewrite_calls(exported, _forms(torch))

@@ -1,0 +1,93 @@
+"""SVD and symmetric eigendecomposition of small matrices by Jacobi rotations, for the slim
+targets (shimkit.aot.linalg writes the calls; this module has the steps).
+
+`torch.linalg.svd`, `svdvals`, `eigh`, `eigvalsh` (and the older `torch.svd`) have no C
+shim in any torch. Point-cloud and pose models call them on data: the Kabsch alignment of
+two point sets is the SVD of a 3x3 covariance; whitening takes the eigenvectors of one. For
+square matrices of a static size of at most `JACOBI_SIZE_LIMIT`, they become `SWEEPS`
+cyclic sweeps of rotations (each rotation a handful of elementwise ops, so Inductor
+generates the kernels on either device), which converge quadratically: for these sizes a
+sweep or two past convergence leaves the rest as exact identity rotations.
+
+- eigh: two-sided Jacobi on the symmetric matrix the `UPLO` triangle gives; eigenvalues
+  ascending, the eigenvectors as columns, as torch returns them.
+- svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
+  values are their norms, descending, U the normalised columns, V the accumulated rotations.
+
+Singular vectors and eigenvectors are unique only up to sign (and within a repeated value,
+up to rotation); LAPACK's choice is not specified, and these may differ from it, as torch's
+documentation warns for its own backends. Products that do not depend on the choice (U Vh,
+V diag(L) V^T, the reconstruction) agree with LAPACK's to rounding.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+# Jacobi's work grows with the square of the matrix side per sweep, unrolled: kept to the
+# small matrices models call these on (3x3 covariances, 4x4 poses).
+JACOBI_SIZE_LIMIT = 4
+SWEEPS = 8
+
+
+def _rotation(torch: ModuleType, apq: Any, app: Any, aqq: Any) -> tuple[Any, Any]:
+    """(c, s) of the rotation that zeroes `apq` between diagonal entries `app` and `aqq`
+    (Rutishauser's stable form; no rotation where `apq` is already zero)."""
+    theta = (aqq - app) / (2 * apq)
+    sign = torch.where(theta >= 0, 1.0, -1.0).to(apq.dtype)
+    t = sign / (theta.abs() + (theta * theta + 1).sqrt())
+    t = torch.where(apq == 0, torch.zeros_like(t), t)
+    c = (t * t + 1).rsqrt()
+    return c, t * c
+
+
+def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
+    """(eigenvalues ascending [..., n], eigenvectors as columns [..., n, n]) of the symmetric
+    matrix the lower (or upper) triangle of `a` gives."""
+    n = a.shape[-1]
+    m = [[a[..., max(i, j), min(i, j)] if lower else a[..., min(i, j), max(i, j)]
+          for j in range(n)] for i in range(n)]  # fmt: skip
+    one = torch.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
+    v = [[one if i == j else one * 0 for j in range(n)] for i in range(n)]
+    for _ in range(SWEEPS):
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                c, s = _rotation(torch, m[p][q], m[p][p], m[q][q])
+                for r in range(n):  # columns p and q: M J
+                    mp, mq = m[r][p], m[r][q]
+                    m[r][p], m[r][q] = c * mp - s * mq, s * mp + c * mq
+                for r in range(n):  # rows p and q: J^T M J
+                    mp, mq = m[p][r], m[q][r]
+                    m[p][r], m[q][r] = c * mp - s * mq, s * mp + c * mq
+                for r in range(n):
+                    vp, vq = v[r][p], v[r][q]
+                    v[r][p], v[r][q] = c * vp - s * vq, s * vp + c * vq
+    values = torch.stack([m[i][i] for i in range(n)], -1)
+    vectors = torch.stack([torch.stack(row, -1) for row in v], -2)
+    values, order = torch.sort(values, dim=-1, stable=True)
+    return values, vectors.gather(-1, order.unsqueeze(-2).expand(vectors.shape))
+
+
+def svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
+    """(U, S descending, Vh) of the square `a` [..., n, n]."""
+    n = a.shape[-1]
+    columns = [a[..., :, j] for j in range(n)]
+    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(a.shape)
+    basis = [eye[..., :, j] for j in range(n)]  # columns of V
+    for _ in range(SWEEPS):
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                alpha = (columns[p] * columns[p]).sum(-1, keepdim=True)
+                beta = (columns[q] * columns[q]).sum(-1, keepdim=True)
+                gamma = (columns[p] * columns[q]).sum(-1, keepdim=True)
+                c, s = _rotation(torch, gamma, alpha, beta)
+                for pair in (columns, basis):
+                    xp, xq = pair[p], pair[q]
+                    pair[p], pair[q] = c * xp - s * xq, s * xp + c * xq
+    norms = torch.stack([col.norm(dim=-1) for col in columns], -1)  # [..., n]
+    u = torch.stack(columns, -1) / torch.where(norms == 0, 1.0, norms).unsqueeze(-2)
+    v = torch.stack(basis, -1)
+    values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
+    index = order.unsqueeze(-2).expand(a.shape)
+    return u.gather(-1, index), values, v.gather(-1, index).transpose(-2, -1)
