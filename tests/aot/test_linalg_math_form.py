@@ -307,3 +307,24 @@ def test_qr_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
     inputs = (torch.randn(6, 30),)
     with pytest.raises(ShimkitError, match="linalg_qr"):
         compile_in_math_form_and_run(torch, Kabsch(qr=True).eval(), inputs, tmp_path / "x.pt2")
+
+
+def test_batch_dims_broadcast_as_torch_broadcasts_them() -> None:
+    class Broadcast(torch.nn.Module):
+        def forward(self, a: Any, b: Any, lower: Any) -> tuple[Any, ...]:
+            return (
+                torch.linalg.solve(a, b),  # [2, 1, n, n] with [3, n, 2]
+                torch.cholesky_solve(b, lower),  # one factor for every right-hand side
+                torch.linalg.solve_triangular(lower, b, upper=False),
+            )
+
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(2, 1, 4, 4, generator=g, dtype=torch.float64) + 3 * torch.eye(4)
+    b = torch.randn(3, 4, 2, generator=g, dtype=torch.float64)
+    lower = torch.tril(torch.rand(4, 4, generator=g, dtype=torch.float64)) + torch.eye(4)
+    inputs = (a, b, lower)
+    program, count = linalg_in_math_form(torch, torch.export.export(Broadcast(), inputs))
+    assert count == 3
+    got, want = program.module()(*inputs), Broadcast()(*inputs)
+    assert [tuple(t.shape) for t in got] == [(2, 3, 4, 2), (3, 4, 2), (3, 4, 2)]
+    _compare(want, got, 1e-12)

@@ -136,14 +136,10 @@ def _cholesky_rows(torch: ModuleType, a: Any) -> list[Any]:
     return rows
 
 
-def _broadcast(a: Any, b: Any) -> tuple[Any, Any]:
-    batch = list(a.shape[:-2])
-    other = list(b.shape[:-2])
-    width = max(len(batch), len(other))
-    batch = [1] * (width - len(batch)) + batch
-    other = [1] * (width - len(other)) + other
-    shape = [max(x, y) for x, y in zip(batch, other, strict=True)]
-    return a.expand(*shape, *a.shape[-2:]), b.expand(*shape, *b.shape[-2:])
+def _broadcast(torch: ModuleType, a: Any, b: Any) -> tuple[Any, Any]:
+    """`a` and `b` expanded to their common batch dims (each keeps its last two)."""
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
 
 
 def _forms(torch: ModuleType) -> dict[Any, Any]:
@@ -160,7 +156,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
             return NotImplemented
         vector = b.dim() == 1 or (b.dim() == a.dim() - 1 and b.shape == a.shape[:-1])
         rhs = b.unsqueeze(-1) if vector else b
-        a, rhs = _broadcast(a, rhs)
+        a, rhs = _broadcast(torch, a, rhs)
         x = _lu_solve(torch, a, rhs)
         return x.squeeze(-1) if vector else x
 
@@ -193,7 +189,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         if not (_fits(factor) and b.dim() >= 2):
             return NotImplemented
         lower = factor.transpose(-2, -1) if upper else factor
-        lower, b = _broadcast(lower, b)
+        lower, b = _broadcast(torch, lower, b)
         n = lower.shape[-1]
         rows = [lower[..., i, :] for i in range(n)]
         y = _substitute(torch, rows, b, upper=False, unit=False)
@@ -205,7 +201,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     ) -> Any:
         if not (_fits(a) and left):
             return NotImplemented
-        a, b = _broadcast(a, b)
+        a, b = _broadcast(torch, a, b)
         rows = [a[..., i, :] for i in range(a.shape[-1])]
         return _substitute(torch, rows, b, upper, unitriangular)
 
