@@ -34,6 +34,7 @@ from shimkit.aot.embedding_bag import embedding_bag_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.histogram import histograms_in_index_add_form
+from shimkit.aot.indexing import masks_in_integer_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
     CUDA_INFERENCE_OPTIONS,
@@ -302,8 +303,9 @@ def in_math_form(
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
     generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `slim`: what
     the slim targets need and torch's runner does not, on either device: Fourier transforms
-    and complex values in real arithmetic, `shimkit.aot.fft`, and linear algebra on small
-    matrices, `shimkit.aot.linalg`; `slim_cuda`: for a slim CUDA target, ops
+    and complex values in real arithmetic, `shimkit.aot.fft`, linear algebra on small
+    matrices, `shimkit.aot.linalg`, and indexing by boolean masks, `shimkit.aot.indexing`;
+    `slim_cuda`: for a slim CUDA target, ops
     its shims would run on the host, in forms Inductor generates on the GPU: topk and
     kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts along a dim
     longer than Inductor's own, `.merge_sort`; sum, mean and max
@@ -377,6 +379,9 @@ def in_math_form(
         (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s)",
          "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
+        (slim, masks_in_integer_form, "boolean-mask or cross-device index call(s)",
+         "compiled as integer indexing on the indexed tensor's device (a mask's nonzero "
+         "positions; Inductor generates the gather; the slim shims have no general index)"),
         (slim, linalg_in_math_form,
          "linear algebra call(s) (inv, solve, det, slogdet, cholesky, triangular solves, svd, "
          "eigh)",
