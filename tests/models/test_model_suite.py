@@ -183,10 +183,11 @@ def test_dynamic_batch_serves_other_sizes_and_refuses_out_of_range(packages: Any
     with rt.load(package.prefixed) as model:
         for batch in (2, 3, 17, 256):
             run_and_compare(model, package.model, (torch.randn(batch, 16),), RTOL)
-        # The export's range is [1, 256]; Inductor specialises 1 away, and the blob's
-        # own guard refuses it (and 257) with an error, never a crash.
-        for batch in (1, 257):
-            with pytest.raises(ShimkitError, match="model run failed"):
+        # The export's range is [1, 256]; Inductor specialises 1 away. The runtime reads
+        # the blob's range from its input checks and refuses 1 and 257 in one line before
+        # the blob runs (the blob's own guard would refuse them too).
+        for batch, why in ((1, "sizes of 2 and more"), (257, "export with a wider Dim")):
+            with pytest.raises(ShimkitError, match=f"size {batch} at dim 0, .*2 to 256.*{why}"):
                 model(np.zeros((batch, 16), np.float32))
         run_and_compare(model, package.model, (torch.randn(5, 16),), RTOL)  # still usable
 
