@@ -301,23 +301,21 @@ def in_math_form(
     slim_cuda: bool = False,
 ) -> tuple[Any, list[str]]:
     """`exported` with the fallbacks asked for rewritten into their math form, so Inductor
-    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `slim`: what
-    the slim targets need and torch's runner does not, on either device: Fourier transforms
-    and complex values in real arithmetic, `shimkit.aot.fft`, linear algebra on small
-    matrices, `shimkit.aot.linalg`, and indexing by boolean masks, `shimkit.aot.indexing`;
-    `slim_cuda`: for a slim CUDA target, ops
-    its shims would run on the host, in forms Inductor generates on the GPU: topk and
-    kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts along a dim
-    longer than Inductor's own, `.merge_sort`; sum, mean and max
-    embedding bags, `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
-    amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor
-    leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
-    medians, `.median`), and one note per kind rewritten, saying
-    so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial sampling,
-    bincount, unique and norm-limited embedding lookups are always rewritten where the
-    installed torch has no C shim for them (`shimkit.aot.grid_sample`, `.antialias`,
-    `.median`, `.sampling`, `.counting`, `.embedding`): their blobs could not load
-    otherwise."""
+    generates their kernels (`shimkit.aot.attention`, `shimkit.aot.rnn_cells`; `slim`: what the
+    slim targets need and torch's runner does not, on either device: Fourier transforms and
+    complex values in real arithmetic, `shimkit.aot.fft`, linear algebra on small matrices,
+    `shimkit.aot.linalg`, and indexing by boolean masks, `shimkit.aot.indexing`; `slim_cuda`:
+    for a slim CUDA target, ops its shims would run on the host, in forms Inductor generates on
+    the GPU: topk and kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts
+    along a dim longer than Inductor's own, `.merge_sort`; sum, mean and max embedding bags,
+    `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
+    amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor leaves to
+    fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor medians, `.median`),
+    and one note per kind rewritten, saying so. 3-D grid sampling, antialiased resizing, medians
+    along a dim, multinomial sampling, bincount, unique and norm-limited embedding lookups are
+    always rewritten where the installed torch has no C shim for them
+    (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`, `.counting`,
+    `.embedding`): their blobs could not load otherwise."""
     # (wanted, the form, what it rewrites, how: the note says "<count> <what> <how>").
     # The embedding form first: it rewrites the in-place renorm as exported, which the others'
     # run_decompositions would turn into a functional op and a write to the weight.
@@ -423,8 +421,9 @@ def compile_model(
 ) -> CompileResult:
     """Export `model` on `example_inputs` and compile it into a prefixed .pt2 (see
     compile_exported; `decompose_attention` and `decompose_rnn_cells`: those fallbacks in
-    their math form first, `in_math_form`; Fourier transforms too, unless for libtorch;
-    `dynamic_shapes`: torch.export's argument, for sizes the package takes at run time)."""
+    their math form first, `in_math_form`; the slim targets' forms too (Fourier transforms,
+    linear algebra, mask indexing), unless for libtorch; `dynamic_shapes`: torch.export's
+    argument, for sizes the package takes at run time)."""
     torch = require_torch()
     label = type(model).__name__
     exported = export_program(torch, model, tuple(example_inputs), label, dynamic_shapes)
