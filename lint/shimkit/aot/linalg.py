@@ -38,26 +38,19 @@ from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 SIZE_LIMIT = 16
 
 
-def _square(shape: tuple[Any, ...] | None, limit: int = SIZE_LIMIT) -> bool:
-    if shape is None or len(shape) < 2:
+def _fits(matrix: Any, limit: int = SIZE_LIMIT) -> bool:
+    """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square, of a
+    static size within `limit` (any batch dims)."""
+    if not (matrix.dtype.is_floating_point and matrix.dtype.itemsize >= 4) or matrix.dim() < 2:
         return False
-    rows, cols = shape[-2], shape[-1]
+    rows, cols = matrix.shape[-2], matrix.shape[-1]
     return type(rows) is int and rows == cols and 1 <= rows <= limit
 
 
-def _floating(node: Any, index: int = 0) -> bool:
-    """Whether a call's argument `index` is float32 or float64 (LAPACK's real types)."""
+def _argument_fits(node: Any, index: int = 0, limit: int = SIZE_LIMIT) -> bool:
+    """`_fits` for a call's tensor argument `index`, as traced: the check of a call node."""
     value = node.args[index].meta.get("val") if index < len(node.args) else None
-    return value is not None and _real(value)
-
-
-def _real(tensor: Any) -> bool:
-    return tensor.dtype.is_floating_point and tensor.dtype.itemsize >= 4
-
-
-def _fits(matrix: Any, limit: int = SIZE_LIMIT) -> bool:
-    """What a form is given: a real matrix (batch) of a static size within `limit`."""
-    return _real(matrix) and _square(tuple(matrix.shape), limit)
+    return value is not None and _fits(value, limit)
 
 
 def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
@@ -232,10 +225,10 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")[0]
 
     def square(node: Any) -> bool:
-        return _square(input_shape(node)) and _floating(node)
+        return _argument_fits(node)
 
     def small(node: Any) -> bool:
-        return _square(input_shape(node), jacobi.JACOBI_SIZE_LIMIT) and _floating(node)
+        return _argument_fits(node, limit=jacobi.JACOBI_SIZE_LIMIT)
 
     def old_svd_call(node: Any) -> bool:
         return small(node) and bool(argument(node, 2, "compute_uv", True))
@@ -246,7 +239,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
 
     def cholesky_solve_call(node: Any) -> bool:
         rhs = input_shape(node)
-        return _square(input_shape(node, 1)) and _floating(node, 1) and len(rhs or ()) >= 2
+        return _argument_fits(node, 1) and len(rhs or ()) >= 2
 
     def triangular_call(node: Any) -> bool:
         return square(node) and bool(argument(node, 3, "left", True))
