@@ -41,7 +41,14 @@ def main() -> int:
     report: dict[str, Any] = {
         "file": source.name,
         "compile_rc": compiled.returncode,
-        "compile_output": (compiled.stdout + compiled.stderr).strip().splitlines()[-12:],
+        # shimkit's own lines (its notes name the file or start "shimkit:"), then the
+        # last of torch's; torch's warnings would push the notes out of a plain tail.
+        "compile_output": [
+            line
+            for line in (compiled.stdout + compiled.stderr).strip().splitlines()
+            if line.startswith(("shimkit:", str(source), str(pt2)))
+        ]
+        + (compiled.stdout + compiled.stderr).strip().splitlines()[-6:],
     }
     if compiled.returncode == 0:
         # Float32 on both sides, as the zoo compares (eager's cuDNN convolutions would use

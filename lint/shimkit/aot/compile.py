@@ -95,17 +95,75 @@ def export_program(
 ) -> Any:
     """torch.export.export (with `dynamic_shapes`, torch's argument), with torch's reason as
     one paragraph on failure."""
-    captured = io.StringIO()
     try:
-        model.eval()
-        # torch prints the partial graph of a failed export to sys.stderr; hold
-        # stderr back and replay it only if the export succeeds.
-        with quiet_torch_logs(), contextlib.redirect_stderr(captured):
-            exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
+        return _exported(torch, model, inputs, dynamic_shapes)
     except Exception as exc:
         raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
+
+
+def _exported(torch: ModuleType, model: Any, inputs: tuple[Any, ...], dynamic_shapes: Any) -> Any:
+    model.eval()
+    # torch prints the partial graph of a failed export to sys.stderr; hold
+    # stderr back and replay it only if the export succeeds.
+    captured = io.StringIO()
+    with quiet_torch_logs(), contextlib.redirect_stderr(captured):
+        exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     sys.stderr.write(captured.getvalue())
     return exported
+
+
+def export_program_on(
+    torch: ModuleType,
+    model: Any,
+    inputs: tuple[Any, ...],
+    label: str,
+    device: str,
+    dynamic_shapes: Any = None,
+) -> tuple[Any, list[str]]:
+    """export_program of a model and inputs on `device`, and a note if it was exported
+    elsewhere. Where torch.export fails on a GPU but not on the CPU, the program exported on
+    the CPU is moved to the device: torch's symbolic shapes can fail to prove a GPU kernel's
+    stride guards for a dynamic size (a grouped-query attention with a dynamic sequence length
+    on CUDA, torch 2.11: "Constraints violated (seq)"), guards a CPU export does not make.
+    The model is back on `device` afterwards; if both exports fail, the error is the
+    device's."""
+    try:
+        return _exported(torch, model, inputs, dynamic_shapes), []
+    except Exception as exc:
+        if device == "cpu":
+            raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
+        on_device = ShimkitError(f"{label}: torch.export failed on {device}: {one_paragraph(exc)}")
+        reason = one_paragraph(exc, 160)
+    try:
+        cpu_inputs = tuple(on_device_of(value, "cpu") for value in inputs)
+        exported = _exported(torch, model.to("cpu"), cpu_inputs, dynamic_shapes)
+        exported = moved_to_device(torch, exported, label, device)
+    except Exception:
+        raise on_device from None
+    finally:
+        model.to(device)
+    return exported, [
+        f"torch.export failed on {device} ({reason}); the program exported on the CPU was "
+        f"moved to {device} (torch.export.passes.move_to_device_pass)"
+    ]
+
+
+def on_device_of(value: Any, device: str) -> Any:
+    """`value` on `device` if it is a tensor (anything with .to), else as it is."""
+    to = getattr(value, "to", None)
+    return to(device) if callable(to) else value
+
+
+def moved_to_device(torch: ModuleType, exported: Any, label: str, device: str) -> Any:
+    """`exported` with its parameters, buffers, constants and device arguments on `device`."""
+    try:  # a submodule torch.export does not import itself
+        from torch.export.passes import move_to_device_pass
+    except ImportError:
+        raise ShimkitError(
+            f"{label}: torch {torch.__version__} cannot move an ExportedProgram to {device} "
+            "(no torch.export.passes.move_to_device_pass); export it there"
+        ) from None
+    return move_to_device_pass(exported, device)
 
 
 def prepare_output(output: str | Path, force: bool) -> Path:
@@ -426,9 +484,11 @@ def compile_model(
     argument, for sizes the package takes at run time)."""
     torch = require_torch()
     label = type(model).__name__
-    exported = export_program(torch, model, tuple(example_inputs), label, dynamic_shapes)
+    exported, export_notes = export_program_on(
+        torch, model, tuple(example_inputs), label, device, dynamic_shapes
+    )
     slim = target != "libtorch"
-    exported, _ = in_math_form(
+    exported, form_notes = in_math_form(
         torch,
         exported,
         decompose_attention,
@@ -436,7 +496,7 @@ def compile_model(
         slim=slim,
         slim_cuda=slim and device == "cuda",
     )
-    return compile_exported(
+    result = compile_exported(
         exported,
         output,
         config=config,
@@ -446,3 +506,5 @@ def compile_model(
         target=target,
         device=device,
     )
+    result.notes[:0] = export_notes + form_notes
+    return result

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import ModuleType
 
 from shimkit.aot.targets import DEFAULT_TARGET, TARGETS
 from shimkit.config import load_config
@@ -60,7 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # torch is imported only here, so `shimkit --help` stays fast without it.
-    from shimkit.aot.compile import compile_exported, export_program, in_math_form
+    from shimkit.aot.compile import (
+        compile_exported,
+        export_program_on,
+        in_math_form,
+        moved_to_device,
+        on_device_of,
+    )
     from shimkit.aot.modelfile import EXPORTED_SUFFIXES, load_exported_program, load_model_file
     from shimkit.aot.torchenv import require_torch
     from shimkit.fileio import check_output
@@ -83,24 +88,26 @@ def run(args: argparse.Namespace) -> int:
     if source.suffix in EXPORTED_SUFFIXES:
         exported = load_exported_program(source, torch)
         if cuda:
-            exported = _moved_to_cuda(torch, exported, source)
+            exported = moved_to_device(torch, exported, str(source), "cuda")
+        export_notes: list[str] = []
     else:
         loaded = load_model_file(
             source, torch, args.model_attr, args.inputs_attr, args.dynamic_shapes_attr
         )
-        model, inputs = loaded.model, loaded.inputs
-        if cuda:
-            model, inputs = model.to("cuda"), tuple(_to_cuda(x) for x in inputs)
-        exported = export_program(torch, model, inputs, str(source), loaded.dynamic_shapes)
+        model = loaded.model.to(args.device)
+        inputs = tuple(on_device_of(value, args.device) for value in loaded.inputs)
+        exported, export_notes = export_program_on(
+            torch, model, inputs, str(source), args.device, loaded.dynamic_shapes
+        )
     attention = cuda if args.decompose_attention is None else args.decompose_attention
     # torch's runner has the fused CUDA RNN cells (through its proxy executor), complex dtypes
     # with its FFTs, and CUDA topk and embedding bags; a slim runtime has none of them (the
     # slim CUDA shims select and pool on the host; Inductor's forms stay on the device).
     slim = target != "libtorch"
-    exported, notes = in_math_form(
+    exported, form_notes = in_math_form(
         torch, exported, attention, rnn_cells=cuda and slim, slim=slim, slim_cuda=cuda and slim
     )
-    for note in notes:
+    for note in export_notes + form_notes:
         print(f"{source}: {note}")
     result = compile_exported(
         exported,
@@ -125,18 +132,3 @@ def run(args: argparse.Namespace) -> int:
     for line in result.shape_warnings:
         print(f"shimkit: warning: {line}", file=sys.stderr)
     return 0
-
-
-def _to_cuda(value: object) -> object:
-    to = getattr(value, "to", None)
-    return to("cuda") if callable(to) else value
-
-
-def _moved_to_cuda(torch: ModuleType, exported: object, source: Path) -> object:
-    move = getattr(getattr(torch.export, "passes", None), "move_to_device_pass", None)
-    if move is None:
-        raise ShimkitError(
-            f"{source}: this torch cannot move a saved ExportedProgram to CUDA; export it on "
-            "CUDA or pass the model file"
-        )
-    return move(exported, "cuda")
