@@ -2,9 +2,10 @@
 solve, det, slogdet, logdet, cholesky, cholesky_solve and solve_triangular against torch's
 LAPACK results, in float64 and float32, sizes 1 to 16, batched and with a dynamic batch;
 matrices that need row swaps; SVD and eigh (sizes 1 to 4) on what does not depend on the
-vectors' signs; what is left alone; and pose-style models (a Kabsch alignment among them)
-compiled for the slim CPU runtime (control: with a QR, which has no form, compile refuses
-the model and names the op)."""
+vectors' signs, also of non-square matrices; pinv; QR with LAPACK's signs; what is left
+alone; and pose-style models (a Kabsch alignment among them) compiled for the slim CPU
+runtime (control: with a QR above the size limit, which has no form, compile refuses the
+model and names the op)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ LINALG_OPS = (
     "aten.svd.default",
     "aten.linalg_eigh.default",
     "aten.linalg_eigvalsh.default",
+    "aten.linalg_pinv.atol_rtol_tensor",
+    "aten.linalg_pinv.atol_rtol_float",
+    "aten.linalg_qr.default",
+    "aten.qr.default",
 )
 
 
@@ -75,6 +80,9 @@ def _inputs(n: int, dtype: Any, batch: int = 4, seed: int = 0) -> tuple[Any, ...
 
 def _compare(want: tuple[Any, ...], got: tuple[Any, ...], rtol: float) -> None:
     for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        assert w.shape == g.shape, (i, w.shape, g.shape)
+        if w.numel() == 0:  # QR's mode "r": no Q
+            continue
         scale = max(float(w.abs().max()), 1.0)  # log|det| of 0 is LAPACK's -4e-16 here
         err = float((w - g).abs().max()) / scale
         assert err <= rtol, (i, err)
@@ -139,7 +147,7 @@ def test_singular_matrix_gives_inf_or_nan_not_an_error() -> None:
 
 def test_left_alone() -> None:
     """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve,
-    a non-square SVD, and QR."""
+    the full SVD of a non-square matrix (U would need a completed basis)."""
 
     class Others(torch.nn.Module):
         def forward(self, a: Any, big: Any, b: Any, wide: Any) -> tuple[Any, ...]:
@@ -148,8 +156,11 @@ def test_left_alone() -> None:
                 torch.linalg.solve(a, b.mT, left=False),
                 torch.linalg.svd(a[..., :5, :5])[1],  # above JACOBI_SIZE_LIMIT
                 torch.linalg.eigh(a[..., :5, :5] @ a[..., :5, :5].mT)[0],
-                torch.linalg.svdvals(wide),
-                torch.linalg.qr(a)[1],
+                torch.linalg.svdvals(a[..., :5, :]),  # both sides above it
+                torch.linalg.svd(wide)[0],  # full_matrices
+                torch.linalg.pinv(a[..., :5, :]),
+                torch.linalg.pinv(a[..., :5, :5], hermitian=True),
+                torch.linalg.qr(big[..., :3])[1],  # 17 rows
             )
 
     n = SIZE_LIMIT + 1
@@ -267,12 +278,11 @@ class Kabsch(torch.nn.Module):
     gives (with the reflection fixed by the determinant's sign), as point-cloud registration
     and protein-structure heads do."""
 
-    def __init__(self, qr: bool = False) -> None:
+    def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(2)
         self.net = torch.nn.Linear(30, 30)
         self.register_buffer("template", torch.randn(10, 3))
-        self.qr = qr
 
     def forward(self, x: Any) -> tuple[Any, ...]:
         points = self.net(x).view(-1, 10, 3)
@@ -282,10 +292,7 @@ class Kabsch(torch.nn.Module):
         flip = torch.ones_like(u[..., 0, :])
         flip[..., -1] = torch.sign(torch.linalg.det(u @ vh))
         rotation = u @ torch.diag_embed(flip) @ vh
-        out = (p @ rotation, rotation)
-        if self.qr:
-            out = (*out, torch.linalg.qr(p)[1])
-        return out
+        return p @ rotation, rotation
 
 
 @pytest.mark.slow
@@ -300,13 +307,55 @@ def test_kabsch_alignment_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
         assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
 
 
+class FrameAndFit(torch.nn.Module):
+    """A rotation from a predicted 3 x 2 matrix (the 6-D rotation representation, its
+    columns orthonormalised by QR, the third their cross product), and a least-squares fit
+    of predicted points by the pseudo-inverse (torch.export cannot export lstsq)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(4)
+        self.net = torch.nn.Linear(16, 6 + 24)
+
+    def forward(self, x: Any) -> tuple[Any, ...]:
+        out = self.net(x)
+        q, r = torch.linalg.qr(out[:, :6].view(-1, 3, 2))
+        q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+        rotation = torch.cat([q, torch.linalg.cross(q[..., 0], q[..., 1]).unsqueeze(-1)], -1)
+        points = out[:, 6:].view(-1, 8, 3)
+        design = torch.cat([points[..., :2], torch.ones_like(points[..., :1])], -1)
+        plane = torch.linalg.pinv(design) @ points[..., 2:]
+        return rotation, plane
+
+
 @pytest.mark.slow
-def test_qr_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
+def test_frame_and_fit_run_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
+    model = FrameAndFit().eval()
+    inputs = (torch.randn(5, 16, generator=torch.Generator().manual_seed(6)),)
+    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "frame.pt2")
+    assert any("2 linear algebra call(s)" in note for note in run.notes), run.notes
+    with torch.no_grad():
+        want = [t.numpy() for t in model(*inputs)]
+    for got, expected in zip(run.outputs, want, strict=True):
+        assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
+    rotation = run.outputs[0]
+    assert np.allclose(rotation @ rotation.transpose(0, 2, 1), np.eye(3), atol=1e-5)
+
+
+class TallQR(torch.nn.Module):
+    """A QR of 20 x 6 matrices: more rows than SIZE_LIMIT, so no form."""
+
+    def forward(self, x: Any) -> Any:
+        return torch.linalg.qr(x.view(-1, 20, 6))[1].relu()
+
+
+@pytest.mark.slow
+def test_a_qr_above_the_limit_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
     from shimkit.errors import ShimkitError
 
-    inputs = (torch.randn(6, 30),)
+    inputs = (torch.randn(2, 120),)
     with pytest.raises(ShimkitError, match="linalg_qr"):
-        compile_in_math_form_and_run(torch, Kabsch(qr=True).eval(), inputs, tmp_path / "x.pt2")
+        compile_in_math_form_and_run(torch, TallQR().eval(), inputs, tmp_path / "x.pt2")
 
 
 def test_batch_dims_broadcast_as_torch_broadcasts_them() -> None:
@@ -328,3 +377,108 @@ def test_batch_dims_broadcast_as_torch_broadcasts_them() -> None:
     got, want = program.module()(*inputs), Broadcast()(*inputs)
     assert [tuple(t.shape) for t in got] == [(2, 3, 4, 2), (3, 4, 2), (3, 4, 2)]
     _compare(want, got, 1e-12)
+
+
+class Orthogonal(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, ...]:
+        q, r = torch.linalg.qr(a)
+        full_q, full_r = torch.linalg.qr(a, mode="complete")
+        empty, r_only = torch.linalg.qr(a, mode="r")
+        old_q, old_r = torch.qr(a, some=False)
+        return q, r, full_q, full_r, empty, r_only, old_q, old_r
+
+
+QR_SHAPES = [(1, 1), (3, 3), (5, 3), (3, 5), (2, 7), (16, 4), (4, 16), (SIZE_LIMIT, SIZE_LIMIT)]
+
+
+@pytest.mark.parametrize(("m", "n"), QR_SHAPES)
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+def test_qr_is_lapacks_signs_included(m: int, n: int, dtype: Any, tol: float) -> None:
+    import warnings
+
+    a = torch.randn(3, m, n, generator=torch.Generator().manual_seed(m * 31 + n), dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch.qr is deprecated
+        exported = torch.export.export(Orthogonal(), (a,))
+        want = Orthogonal()(a)
+    assert len(calls_of(exported, LINALG_OPS)) == 4  # control: the calls are there
+    program, count = linalg_in_math_form(torch, exported)
+    assert count == 4 and calls_of(program, LINALG_OPS) == []
+    got = program.module()(a)
+    assert [t.shape for t in got] == [t.shape for t in want]
+    # Not only Q R = A: the same Q and R, since the reflections are LAPACK's.
+    _compare(want, got, tol)
+
+
+def test_qr_of_a_column_already_reduced_reflects_nothing() -> None:
+    """Where the column below the diagonal is zero, LAPACK's dlarfg makes no reflection (tau
+    0): R keeps the entry's sign, so an upper-triangular matrix with a positive diagonal is
+    its own R, with Q the identity, where the usual formula would flip both."""
+    g = torch.Generator().manual_seed(9)
+    a = (torch.triu(torch.rand(4, 4, generator=g, dtype=torch.float64)) + torch.eye(4))[None]
+    a[..., 1, 1] = -a[..., 1, 1]
+    program, _ = linalg_in_math_form(torch, torch.export.export(Orthogonal(), (a,)))
+    q, r = program.module()(a)[:2]
+    want_q, want_r = torch.linalg.qr(a)
+    assert torch.equal(r, a) and torch.equal(q, torch.eye(4, dtype=torch.float64)[None])
+    _compare((want_q, want_r), (q, r), 1e-14)
+
+
+class Rectangular(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, ...]:
+        u, s, vh = torch.linalg.svd(a, full_matrices=False)
+        old_u, old_s, old_v = torch.svd(a)  # some=True: reduced
+        return u, s, vh, torch.linalg.svdvals(a), old_u, old_s, old_v
+
+
+@pytest.mark.parametrize(("m", "n"), [(16, 3), (3, 16), (5, 4), (4, 5), (7, 1), (1, 7)])
+def test_non_square_svd_agrees_with_lapack(m: int, n: int) -> None:
+    dtype, tol = torch.float64, 1e-12
+    a = torch.randn(8, m, n, generator=torch.Generator().manual_seed(m + 7 * n), dtype=dtype)
+    exported = torch.export.export(Rectangular(), (a,))
+    program, count = linalg_in_math_form(torch, exported)
+    assert count == 3 and calls_of(program, LINALG_OPS) == []
+    u, s, vh, svdvals, old_u, old_s, old_v = program.module()(a)
+    want = Rectangular()(a)
+    k = min(m, n)
+    assert u.shape == (8, m, k) and vh.shape == (8, k, n) and old_v.shape == (8, n, k)
+    scale = max(float(a.abs().max()), 1.0)
+    assert torch.allclose(s, want[1], atol=tol * scale) and torch.equal(s, svdvals)
+    assert torch.equal(old_s, s) and torch.equal(old_v, vh.mT) and torch.equal(old_u, u)
+    assert torch.allclose(u @ torch.diag_embed(s) @ vh, a, atol=tol * scale)
+    eye = torch.eye(k, dtype=dtype)
+    assert torch.allclose(u.mT @ u, eye, atol=tol) and torch.allclose(vh @ vh.mT, eye, atol=tol)
+    assert torch.allclose(u @ vh, want[0] @ want[2], atol=tol * scale)  # sign-free
+
+
+class PseudoInverse(torch.nn.Module):
+    def forward(self, a: Any, sym: Any, cutoff: Any) -> tuple[Any, ...]:
+        return (
+            torch.linalg.pinv(a),
+            torch.linalg.pinv(a.mT, rtol=0.3),
+            torch.linalg.pinv(a, atol=cutoff),
+            torch.linalg.pinv(sym, hermitian=True),
+            torch.linalg.pinv(sym, hermitian=True, atol=0.5, rtol=0.1),
+        )
+
+
+@pytest.mark.parametrize("rank", [3, 2])
+def test_pinv_is_torchs(rank: int) -> None:
+    """pinv with torch's default tolerance, a relative and an absolute one (a tensor), and
+    of symmetric matrices (hermitian); `rank` 2: a 6 x 3 matrix of rank 2, whose smallest
+    singular value (rounding's) the default tolerance cuts off."""
+    g = torch.Generator().manual_seed(rank)
+    left = torch.randn(4, 6, rank, generator=g, dtype=torch.float64)
+    a = left @ torch.randn(4, rank, 3, generator=g, dtype=torch.float64)
+    sym = torch.randn(4, 4, 4, generator=g, dtype=torch.float64)
+    sym = sym + sym.mT
+    inputs = (a, sym, torch.tensor(0.8, dtype=torch.float64))
+    exported = torch.export.export(PseudoInverse(), inputs)
+    program, count = linalg_in_math_form(torch, exported)
+    assert count == 5 and calls_of(program, LINALG_OPS) == []
+    got, want = program.module()(*inputs), PseudoInverse()(*inputs)
+    _compare(want, got, 1e-10)
+    if rank == 2:  # control: without the cutoff the result would be far off
+        u, s, vh = torch.linalg.svd(a, full_matrices=False)
+        uncut = vh.mT @ torch.diag_embed(1 / s) @ u.mT
+        assert not torch.allclose(uncut, want[0], atol=1.0)

@@ -439,11 +439,12 @@ def in_math_form(
          "compiled as integer indexing on the indexed tensor's device (a mask's nonzero "
          "positions; Inductor generates the gather; the slim shims have no general index)"),
         (slim, linalg_in_math_form,
-         "linear algebra call(s) (inv, solve, det, slogdet, cholesky, triangular solves, svd, "
-         "eigh)",
-         f"compiled in their math form (LU and Cholesky steps on matrices of at most {SIZE_LIMIT} "
-         f"rows, Jacobi rotations on ones of at most {JACOBI_SIZE_LIMIT}; this torch has no C "
-         "shim for them; a singular matrix gives inf/NaN, not an error)"),
+         "linear algebra call(s) (inv, solve, det, slogdet, cholesky, triangular solves, qr, "
+         "svd, eigh, pinv)",
+         f"compiled in their math form (LU, Cholesky and Householder steps on matrices of at "
+         f"most {SIZE_LIMIT} rows, Jacobi rotations on ones of at most {JACOBI_SIZE_LIMIT} "
+         "columns; this torch has no C shim for them; a singular matrix gives inf/NaN, not an "
+         "error)"),
         # Last, on what the others made; for the slim targets only.
         (slim, fft_in_math_form, "Fourier transform or complex-valued call(s)",
          "compiled in their math form (DFTs as matrix products, complex values as real pairs; "

@@ -4,7 +4,8 @@ targets (shimkit.aot.linalg writes the calls; this module has the steps).
 `torch.linalg.svd`, `svdvals`, `eigh`, `eigvalsh` (and the older `torch.svd`) have no C
 shim in any torch. Point-cloud and pose models call them on data: the Kabsch alignment of
 two point sets is the SVD of a 3x3 covariance; whitening takes the eigenvectors of one. For
-square matrices of a static size of at most `JACOBI_SIZE_LIMIT`, they become `SWEEPS`
+matrices of a static size whose smaller side is at most `JACOBI_SIZE_LIMIT` (eigh: square
+ones), they become `SWEEPS`
 cyclic sweeps of rotations (each rotation a handful of elementwise ops, so Inductor
 generates the kernels on either device), which converge quadratically: for these sizes a
 sweep or two past convergence leaves the rest as exact identity rotations.
@@ -13,6 +14,8 @@ sweep or two past convergence leaves the rest as exact identity rotations.
   ascending, the eigenvectors as columns, as torch returns them.
 - svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
   values are their norms, descending, U the normalised columns, V the accumulated rotations.
+  A matrix of more columns than rows is transposed first, so the rotations act on at most
+  `JACOBI_SIZE_LIMIT` columns (a 16 x 3 or a 3 x 16 matrix: its reduced SVD).
 
 Singular vectors and eigenvectors are unique only up to sign (and within a repeated value,
 up to rotation); LAPACK's choice is not specified, and these may differ from it, as torch's
@@ -70,10 +73,20 @@ def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
 
 
 def svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
-    """(U, S descending, Vh) of the square `a` [..., n, n]."""
+    """(U [..., m, k], S descending [..., k], Vh [..., k, n]) of `a` [..., m, n], k = min(m, n):
+    the reduced SVD (for a square `a` the full one too). A wide `a` is the transpose of its
+    transpose's SVD, so the rotations always act on the fewer columns."""
+    if a.shape[-2] < a.shape[-1]:
+        u, values, vh = _tall_svd(torch, a.transpose(-2, -1))
+        return vh.transpose(-2, -1), values, u.transpose(-2, -1)
+    return _tall_svd(torch, a)
+
+
+def _tall_svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
+    """svd of `a` [..., m, n] with m >= n."""
     n = a.shape[-1]
     columns = [a[..., :, j] for j in range(n)]
-    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(a.shape)
+    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(*a.shape[:-2], n, n)
     basis = [eye[..., :, j] for j in range(n)]  # columns of V
     for _ in range(SWEEPS):
         for p in range(n - 1):
@@ -89,5 +102,6 @@ def svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     u = torch.stack(columns, -1) / torch.where(norms == 0, 1.0, norms).unsqueeze(-2)
     v = torch.stack(basis, -1)
     values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
-    index = order.unsqueeze(-2).expand(a.shape)
-    return u.gather(-1, index), values, v.gather(-1, index).transpose(-2, -1)
+    u = u.gather(-1, order.unsqueeze(-2).expand(u.shape))
+    v = v.gather(-1, order.unsqueeze(-2).expand(v.shape))
+    return u, values, v.transpose(-2, -1)

@@ -1,28 +1,35 @@
 """Linear algebra on small matrices in its math form, for the slim targets.
 
 `torch.linalg.inv`, `solve`, `det`, `slogdet`, `cholesky`, `solve_triangular`, `svd`,
-`svdvals`, `eigh`, `eigvalsh` (and the older `inverse`, `det`, `logdet`, `cholesky_solve`,
-`svd`) have no C shim torch's AOTInductor could call: a blob with them calls libtorch's
-proxy executor, which no slim runtime has, so compile would refuse the model. They appear
-in real models on data, not only on weights (a pose head aligning keypoints, a Kalman or
-Gaussian-process step, camera intrinsics inverted per sample); freezing folds the ones on
-weights alone. For matrices of a static size of at most `SIZE_LIMIT` (`JACOBI_SIZE_LIMIT`
-for SVD and eigh), compile writes them as elementary steps, unrolled over rows so Inductor
-generates the kernels on either device:
+`svdvals`, `eigh`, `eigvalsh`, `pinv`, `qr` (and the older `inverse`, `det`, `logdet`,
+`cholesky_solve`, `svd`, `qr`) have no C shim torch's AOTInductor could call: a blob with
+them calls libtorch's proxy executor, which no slim runtime has, so compile would refuse the
+model. They appear in real models on data, not only on weights (a pose head aligning
+keypoints, a Kalman or Gaussian-process step, camera intrinsics inverted per sample, a
+rotation orthonormalised from a network's output); freezing folds the ones on weights
+alone. For matrices of a static size, compile writes them as elementary steps, unrolled so
+Inductor generates the kernels on either device:
 
 - LU with partial pivoting (LAPACK's getrf: the first largest magnitude in the column is
   the pivot, rows swapped whole), giving det (the product of U's diagonal, negated per
-  swap), slogdet, and solve and inv by forward and back substitution;
-- Cholesky (column by column) for `cholesky` and `cholesky_solve`;
+  swap), slogdet, and solve and inv by forward and back substitution; square matrices of
+  at most `SIZE_LIMIT` rows;
+- Cholesky (column by column) for `cholesky` and `cholesky_solve`, the same sizes;
 - substitution alone for `solve_triangular` (a left-hand side only);
-- Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`).
+- Householder reflections for QR, any mode, of matrices of at most `SIZE_LIMIT` rows and
+  columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs too);
+- Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices of at
+  most `JACOBI_SIZE_LIMIT` rows, the SVD of ones whose smaller side is at most that and the
+  larger at most `SIZE_LIMIT` (the reduced SVD of a non-square one), and `pinv` from them
+  as torch computes it (its tolerances too).
 
 What differs from torch: a singular matrix (or one that is not positive definite for
 Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
 and eigenvectors may differ from LAPACK's by sign (both are valid); the results agree with
 LAPACK's to rounding (tests/aot/test_linalg_math_form.py). Batched matrices and dynamic
-batch sizes are fine; the matrix sizes must be static. QR, pinv, lstsq and non-square SVDs
-keep their calls, and compile names them.
+batch sizes are fine; the matrix sizes must be static. A non-square SVD with
+`full_matrices` (U would need a completed basis) keeps its call, and compile names it;
+`lstsq` cannot be exported at all (torch.export: its outputs' sizes depend on the data).
 """
 
 from __future__ import annotations
@@ -30,27 +37,75 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot import jacobi
+from shimkit.aot import householder, jacobi
 from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 
 # The largest matrix side written out: the steps are unrolled, so the graph grows with the
 # cube of it.
 SIZE_LIMIT = 16
+QR_MODES = ("reduced", "complete", "r")
 
 
-def _fits(matrix: Any, limit: int = SIZE_LIMIT) -> bool:
-    """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square, of a
-    static size within `limit` (any batch dims)."""
+def _fits(matrix: Any, limit: int = SIZE_LIMIT, square: bool = True) -> bool:
+    """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square (unless
+    not `square`), its rows and columns static and at most `limit` (any batch dims)."""
     if not (matrix.dtype.is_floating_point and matrix.dtype.itemsize >= 4) or matrix.dim() < 2:
         return False
     rows, cols = matrix.shape[-2], matrix.shape[-1]
-    return type(rows) is int and rows == cols and 1 <= rows <= limit
+    if not (type(rows) is int and type(cols) is int and min(rows, cols) >= 1):
+        return False
+    return max(rows, cols) <= limit and (rows == cols or not square)
+
+
+def _jacobi_fits(matrix: Any) -> bool:
+    """Whether the Jacobi SVD takes `matrix`: `_fits` of any shape, its smaller side at most
+    JACOBI_SIZE_LIMIT (the rotations act on that many columns)."""
+    return _fits(matrix, square=False) and min(matrix.shape[-2:]) <= jacobi.JACOBI_SIZE_LIMIT
+
+
+def _traced(node: Any, index: int = 0) -> Any:
+    """A call's tensor argument `index` as traced (None when it has none)."""
+    return node.args[index].meta.get("val") if index < len(node.args) else None
 
 
 def _argument_fits(node: Any, index: int = 0, limit: int = SIZE_LIMIT) -> bool:
     """`_fits` for a call's tensor argument `index`, as traced: the check of a call node."""
-    value = node.args[index].meta.get("val") if index < len(node.args) else None
+    value = _traced(node, index)
     return value is not None and _fits(value, limit)
+
+
+def _pseudo_inverse(torch: ModuleType, a: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
+    """linalg.pinv as torch computes it: from the SVD (the eigendecomposition if `hermitian`),
+    the reciprocal of each singular value above max(atol, rtol * the largest), 0 for the rest;
+    rtol by default eps * max(m, n), or 0 where atol is given and positive. `atol` and `rtol`
+    are None, numbers or tensors (one per matrix)."""
+    default_rtol = torch.finfo(a.dtype).eps * max(a.shape[-2], a.shape[-1])
+    if rtol is None and atol is not None:
+        rtol = (
+            torch.where(atol > 0, 0.0, default_rtol)
+            if hasattr(atol, "dim")
+            else (0.0 if atol > 0 else default_rtol)
+        )
+    elif rtol is None:
+        rtol = default_rtol
+
+    def tolerance(largest: Any) -> Any:  # largest: [..., 1]
+        relative = rtol * largest if not hasattr(rtol, "dim") else rtol.unsqueeze(-1) * largest
+        if atol is None:
+            return relative
+        if not hasattr(atol, "dim"):
+            return relative.clamp(min=atol)
+        return torch.maximum(atol.unsqueeze(-1), relative)
+
+    if hermitian:
+        values, vectors = jacobi.eigh(torch, a, lower=True)
+        magnitudes = values.abs()
+        kept = magnitudes > tolerance(magnitudes.amax(-1, keepdim=True))
+        inverted = torch.where(kept, values.reciprocal(), 0.0)
+        return torch.matmul(vectors * inverted.unsqueeze(-2), vectors.transpose(-2, -1))
+    u, values, vh = jacobi.svd(torch, a)
+    inverted = torch.where(values > tolerance(values[..., :1]), values.reciprocal(), 0.0)
+    return torch.matmul(vh.transpose(-2, -1) * inverted.unsqueeze(-2), u.transpose(-2, -1))
 
 
 def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
@@ -199,20 +254,36 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return _substitute(torch, rows, b, upper, unitriangular)
 
     def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
-        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+        if not (_jacobi_fits(a) and (_fits(a) or not full_matrices)):
             return NotImplemented
-        return jacobi.svd(torch, a)  # square: full or not, the same shapes
+        return jacobi.svd(torch, a)  # reduced; for a square `a` the full one too
 
     def svdvals(a: Any, driver: Any = None) -> Any:
-        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+        if not _jacobi_fits(a):
             return NotImplemented
         return jacobi.svd(torch, a)[1]
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
-        if not (_fits(a, jacobi.JACOBI_SIZE_LIMIT) and compute_uv):
+        if not (_jacobi_fits(a) and (_fits(a) or some) and compute_uv):
             return NotImplemented
         u, values, vh = jacobi.svd(torch, a)
         return u, values, vh.transpose(-2, -1)  # torch.svd returns V
+
+    def pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
+        if not (_fits(a, jacobi.JACOBI_SIZE_LIMIT) if hermitian else _jacobi_fits(a)):
+            return NotImplemented
+        return _pseudo_inverse(torch, a, atol, rtol, hermitian)
+
+    def qr(a: Any, mode: str = "reduced") -> Any:
+        if not _fits(a, square=False) or mode not in QR_MODES:
+            return NotImplemented
+        m, n = a.shape[-2], a.shape[-1]
+        complete = mode == "complete"
+        q_columns = None if mode == "r" else m if complete else min(m, n)
+        return householder.qr(torch, a, q_columns, m if complete else min(m, n))
+
+    def old_qr(a: Any, some: bool = True) -> Any:
+        return qr(a, "reduced" if some else "complete")
 
     def eigh(a: Any, UPLO: str = "L") -> Any:  # torch's argument names: given by keyword
         if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
@@ -230,8 +301,28 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     def small(node: Any) -> bool:
         return _argument_fits(node, limit=jacobi.JACOBI_SIZE_LIMIT)
 
+    def any_shape(node: Any) -> bool:
+        value = _traced(node)
+        return value is not None and _fits(value, square=False)
+
+    def svd_shape(node: Any) -> bool:
+        value = _traced(node)
+        return value is not None and _jacobi_fits(value)
+
+    def svd_call(node: Any) -> bool:
+        full = argument(node, 1, "full_matrices", True)
+        return svd_shape(node) and (small(node) or not full)
+
     def old_svd_call(node: Any) -> bool:
-        return small(node) and bool(argument(node, 2, "compute_uv", True))
+        some = argument(node, 1, "some", True)
+        compute_uv = argument(node, 2, "compute_uv", True)
+        return svd_shape(node) and (small(node) or some) and bool(compute_uv)
+
+    def pinv_call(node: Any) -> bool:
+        return small(node) if argument(node, 3, "hermitian", False) else svd_shape(node)
+
+    def qr_call(node: Any) -> bool:
+        return any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
 
     def solve_call(node: Any) -> bool:
         rhs = input_shape(node, 1)
@@ -255,17 +346,19 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
-        aten.linalg_svd.default: (svd, small),
-        aten.linalg_svdvals.default: (svdvals, small),
+        aten.linalg_svd.default: (svd, svd_call),
+        aten.linalg_svdvals.default: (svdvals, svd_shape),
         aten.svd.default: (old_svd, old_svd_call),
+        aten.linalg_pinv.atol_rtol_tensor: (pinv, pinv_call),
+        aten.linalg_pinv.atol_rtol_float: (pinv, pinv_call),
+        aten.linalg_qr.default: (qr, qr_call),
+        aten.qr.default: (old_qr, any_shape),
         aten.linalg_eigh.default: (eigh, small),
         aten.linalg_eigvalsh.default: (eigvalsh, small),
     }
 
 
 def linalg_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
-    """(`exported` with every inv, solve, det, slogdet, logdet, cholesky, cholesky_solve and
-    solve_triangular call on static square matrices of at most SIZE_LIMIT rows, and every
-    svd, svdvals, eigh and eigvalsh call on ones of at most JACOBI_SIZE_LIMIT rows, in its
-    math form, how many calls were rewritten)."""
+    """(`exported` with every call the module's docstring lists, on matrices within its
+    size limits, in its math form, how many calls were rewritten)."""
     return rewrite_calls(exported, _forms(torch))
