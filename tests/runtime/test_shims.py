@@ -148,9 +148,41 @@ def test_bmm_matches_torch(sh: Shims) -> None:
 
 
 # m, k, n of GEMMs big enough (>= 1e6 flops, kOnednnMinFlops in shim_ops_cpu.cpp) for
-# oneDNN's matmul, and of ones that stay on OpenBLAS.
+# oneDNN's matmul, and of ones that stay on OpenBLAS; a single row as big, which BLAS's
+# GEMV takes (gemv_product in shim_ops_cpu.cpp).
 BIG_GEMM = (24, 80, 272)
 SMALL_GEMM = (5, 7, 3)
+ROW_GEMM = (1, 1024, 1024)
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 3), (5, 7, 1), (1, 7, 1), (1, 300, 200), (200, 300, 1)])
+@pytest.mark.parametrize("layout", ["dense", "transposed", "padded"])
+def test_products_with_one_row_or_column_match_torch(
+    sh: Shims, shape: tuple[int, int, int], layout: str
+) -> None:
+    """One row (a Linear layer at batch 1) or one column: BLAS's GEMV, with each operand
+    dense, transposed (a Linear's weight as it is passed) or a view of wider rows, alpha
+    and beta, float32 and float64."""
+    m, k, n = shape
+    rng = np.random.default_rng(m * 7 + n)
+    for dtype in (np.float32, np.float64):
+        m1 = rng.standard_normal((m, k)).astype(dtype)
+        m2 = rng.standard_normal((k, n)).astype(dtype)
+        if layout == "transposed":
+            a, b = np.ascontiguousarray(m1.T).T, np.ascontiguousarray(m2.T).T
+        elif layout == "padded":
+            a = np.pad(m1, ((0, 0), (0, 3)))[:, :k]
+            b = np.pad(m2, ((0, 0), (0, 2)))[:, :n]
+        else:
+            a, b = m1, m2
+        bias = rng.standard_normal(n).astype(dtype)
+        out = np.zeros((m, n), dtype)
+        _addmm(sh, out, bias, a, b, beta=0.5, alpha=2.0)
+        want = torch.addmm(
+            torch.from_numpy(bias), torch.from_numpy(m1), torch.from_numpy(m2), beta=0.5, alpha=2.0
+        )
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(out, want.numpy(), rtol=tol, atol=tol * np.sqrt(k))
 
 
 def _addmm(
@@ -257,7 +289,7 @@ import ctypes, sys
 import numpy as np
 from shimkit.config import load_config
 from tests.runtime.shimcall import Shims
-from tests.runtime.test_shims import BIG_GEMM, SMALL_GEMM, _addmm
+from tests.runtime.test_shims import BIG_GEMM, ROW_GEMM, SMALL_GEMM, _addmm
 
 def dnnl_loaded():
     return any("libdnnl" in line for line in open("/proc/self/maps"))
@@ -266,7 +298,7 @@ sh = Shims(ctypes.CDLL(sys.argv[1]), load_config())
 if sys.argv[2:] == ["gemm-off"]:  # what the runtime does for a model that does not convolve
     assert sh.lib.shimkit_shim_set_onednn_gemm(0) == 1  # the previous setting: on
 seen = []
-for m, k, n in (SMALL_GEMM, BIG_GEMM):
+for m, k, n in (SMALL_GEMM, ROW_GEMM, BIG_GEMM):
     a = np.ones((m, k), np.float32)
     b = np.ones((k, n), np.float32)
     out = np.zeros((m, n), np.float32)
@@ -280,16 +312,17 @@ print(seen)
 @pytest.mark.parametrize(
     ("switch", "setting", "want"),
     [
-        (None, None, "[False, True]"),
-        ("0", None, "[False, False]"),
-        (None, "gemm-off", "[False, False]"),
+        (None, None, "[False, False, True]"),
+        ("0", None, "[False, False, False]"),
+        (None, "gemm-off", "[False, False, False]"),
     ],
 )
 def test_only_large_gemms_load_onednn(
     libs, switch: str | None, setting: str | None, want: str
 ) -> None:
-    """A fresh process: a small addmm leaves oneDNN unloaded (OpenBLAS), a large one
-    opens it (the control for the other two); with SHIMKIT_ONEDNN=0, or with the
+    """A fresh process: a small addmm leaves oneDNN unloaded (OpenBLAS), as does a
+    single row as large (BLAS's GEMV), a large one opens it (the control for the
+    others); with SHIMKIT_ONEDNN=0, or with the
     thread's GEMMs kept off oneDNN (shimkit_shim_set_onednn_gemm(0), as the runtime
     runs a model that does not convolve), nothing does and the result holds."""
     env = {k: v for k, v in os.environ.items() if k != "SHIMKIT_ONEDNN"}
