@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,20 +123,22 @@ void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, d
   }
   if (m == 0 || n == 0) return;
   // Operands BLAS reads in place are used as they are (no copy of the tensor
-  // objects either); the others through dense copies.
-  std::optional<SlimTensor> a_dense, b_dense, c_dense;
+  // objects either); the others through dense copies. The copies are held by
+  // pointer: an empty std::optional<SlimTensor> costs GCC a 176-byte zeroing
+  // (rep stos) each, ~8% of a small MLP's run for its two GEMMs (perf).
+  std::unique_ptr<SlimTensor> a_dense, b_dense, c_dense;
   BlasOperand oa{}, ob{}, oc{};
   if (!as_blas_operand(a_in, &oa)) {
-    a_dense = contiguous(a_in);
+    a_dense = std::make_unique<SlimTensor>(contiguous(a_in));
     as_blas_operand(*a_dense, &oa);
   }
   if (!as_blas_operand(b_in, &ob)) {
-    b_dense = contiguous(b_in);
+    b_dense = std::make_unique<SlimTensor>(contiguous(b_in));
     as_blas_operand(*b_dense, &ob);
   }
   const bool direct = as_blas_operand(c, &oc) && oc.trans == CblasNoTrans;
   if (!direct) {
-    c_dense = contiguous(c);
+    c_dense = std::make_unique<SlimTensor>(contiguous(c));
     as_blas_operand(*c_dense, &oc);
   }
   const SlimTensor& target = direct ? c : *c_dense;
