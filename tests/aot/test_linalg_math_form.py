@@ -261,16 +261,22 @@ def _pose_inputs() -> tuple[Any, Any]:
     return torch.randn(4, 30, generator=g), camera + 0.1 * torch.randn(4, 3, 3, generator=g)
 
 
-@pytest.mark.slow
-def test_pose_model_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
-    model, inputs = Pose().eval(), _pose_inputs()
-    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "pose.pt2")
-    assert any("4 linear algebra call(s)" in note for note in run.notes), run.notes
+def _compiled_matches_eager(model: Any, inputs: tuple[Any, ...], pt2: Path, calls: int) -> Any:
+    """`model` compiled in its math form and run on the slim CPU runtime (the run), after
+    checking that `calls` linear algebra calls were rewritten and every output is eager's
+    within 1e-4 of its scale."""
+    run = compile_in_math_form_and_run(torch, model, inputs, pt2)
+    assert any(f"{calls} linear algebra call(s)" in note for note in run.notes), run.notes
     with torch.no_grad():
         want = [t.numpy() for t in model(*inputs)]
     for got, expected in zip(run.outputs, want, strict=True):
-        scale = np.abs(expected).max()
-        assert np.abs(got - expected).max() <= 1e-4 * scale
+        assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
+    return run
+
+
+@pytest.mark.slow
+def test_pose_model_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
+    _compiled_matches_eager(Pose().eval(), _pose_inputs(), tmp_path / "pose.pt2", calls=4)
 
 
 class Kabsch(torch.nn.Module):
@@ -297,14 +303,8 @@ class Kabsch(torch.nn.Module):
 
 @pytest.mark.slow
 def test_kabsch_alignment_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
-    model = Kabsch().eval()
     inputs = (torch.randn(6, 30, generator=torch.Generator().manual_seed(3)),)
-    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "kabsch.pt2")
-    assert any("2 linear algebra call(s)" in note for note in run.notes), run.notes
-    with torch.no_grad():
-        want = [t.numpy() for t in model(*inputs)]
-    for got, expected in zip(run.outputs, want, strict=True):
-        assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
+    _compiled_matches_eager(Kabsch().eval(), inputs, tmp_path / "kabsch.pt2", calls=2)
 
 
 class FrameAndFit(torch.nn.Module):
@@ -330,14 +330,8 @@ class FrameAndFit(torch.nn.Module):
 
 @pytest.mark.slow
 def test_frame_and_fit_run_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
-    model = FrameAndFit().eval()
     inputs = (torch.randn(5, 16, generator=torch.Generator().manual_seed(6)),)
-    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "frame.pt2")
-    assert any("2 linear algebra call(s)" in note for note in run.notes), run.notes
-    with torch.no_grad():
-        want = [t.numpy() for t in model(*inputs)]
-    for got, expected in zip(run.outputs, want, strict=True):
-        assert np.abs(got - expected).max() <= 1e-4 * max(np.abs(expected).max(), 1.0)
+    run = _compiled_matches_eager(FrameAndFit().eval(), inputs, tmp_path / "frame.pt2", calls=2)
     rotation = run.outputs[0]
     assert np.allclose(rotation @ rotation.transpose(0, 2, 1), np.eye(3), atol=1e-5)
 
