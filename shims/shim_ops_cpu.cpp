@@ -148,30 +148,28 @@ void gemm(const SlimTensor& a_in, const SlimTensor& b_in, const SlimTensor& c, d
                                          target.device_type(), target.device_index());
     std::memset(zeros.data_ptr(), 0, static_cast<size_t>(m * n) * zeros.itemsize());
     if (beta == 0.0) copy_elements(target, zeros);
-  } else if (m == 1 || n == 1) {
-    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                     static_cast<double>(k));
-    if (c.dtype() == dtype::kFloat32) {
-      gemv_product<float>(m, n, k, static_cast<float>(alpha), oa, ob, static_cast<float>(beta),
-                          static_cast<float*>(target.data_ptr()), oc.ld);
-    } else {
-      gemv_product<double>(m, n, k, alpha, oa, ob, beta, static_cast<double*>(target.data_ptr()),
-                           oc.ld);
-    }
-  } else if (c.dtype() == dtype::kFloat32) {
-    blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                     static_cast<double>(k));
-    cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), static_cast<float>(alpha), static_cast<const float*>(oa.data),
-                oa.ld, static_cast<const float*>(ob.data), ob.ld, static_cast<float>(beta),
-                static_cast<float*>(target.data_ptr()), oc.ld);
   } else {
     blas_threads_for(2.0 * static_cast<double>(m) * static_cast<double>(n) *
                      static_cast<double>(k));
-    cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), alpha, static_cast<const double*>(oa.data), oa.ld,
-                static_cast<const double*>(ob.data), ob.ld, beta,
-                static_cast<double*>(target.data_ptr()), oc.ld);
+    if (m == 1 || n == 1) {
+      if (c.dtype() == dtype::kFloat32) {
+        gemv_product<float>(m, n, k, static_cast<float>(alpha), oa, ob, static_cast<float>(beta),
+                            static_cast<float*>(target.data_ptr()), oc.ld);
+      } else {
+        gemv_product<double>(m, n, k, alpha, oa, ob, beta, static_cast<double*>(target.data_ptr()),
+                             oc.ld);
+      }
+    } else if (c.dtype() == dtype::kFloat32) {
+      cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
+                  static_cast<int>(k), static_cast<float>(alpha),
+                  static_cast<const float*>(oa.data), oa.ld, static_cast<const float*>(ob.data),
+                  ob.ld, static_cast<float>(beta), static_cast<float*>(target.data_ptr()), oc.ld);
+    } else {
+      cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n),
+                  static_cast<int>(k), alpha, static_cast<const double*>(oa.data), oa.ld,
+                  static_cast<const double*>(ob.data), ob.ld, beta,
+                  static_cast<double*>(target.data_ptr()), oc.ld);
+    }
   }
   if (!direct) copy_elements(c, target);
 }

@@ -63,15 +63,11 @@ def _jacobi_fits(matrix: Any) -> bool:
     return _fits(matrix, square=False) and min(matrix.shape[-2:]) <= jacobi.JACOBI_SIZE_LIMIT
 
 
-def _traced(node: Any, index: int = 0) -> Any:
-    """A call's tensor argument `index` as traced (None when it has none)."""
-    return node.args[index].meta.get("val") if index < len(node.args) else None
-
-
-def _argument_fits(node: Any, index: int = 0, limit: int = SIZE_LIMIT) -> bool:
-    """`_fits` for a call's tensor argument `index`, as traced: the check of a call node."""
-    value = _traced(node, index)
-    return value is not None and _fits(value, limit)
+def _argument_fits(node: Any, fits: Any = _fits, index: int = 0) -> bool:
+    """`fits` of a call's tensor argument `index` as traced (False when it has none): the
+    check of a call node."""
+    value = node.args[index].meta.get("val") if index < len(node.args) else None
+    return value is not None and bool(fits(value))
 
 
 def _pseudo_inverse(torch: ModuleType, a: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
@@ -299,15 +295,13 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return _argument_fits(node)
 
     def small(node: Any) -> bool:
-        return _argument_fits(node, limit=jacobi.JACOBI_SIZE_LIMIT)
+        return _argument_fits(node, lambda a: _fits(a, jacobi.JACOBI_SIZE_LIMIT))
 
     def any_shape(node: Any) -> bool:
-        value = _traced(node)
-        return value is not None and _fits(value, square=False)
+        return _argument_fits(node, lambda a: _fits(a, square=False))
 
     def svd_shape(node: Any) -> bool:
-        value = _traced(node)
-        return value is not None and _jacobi_fits(value)
+        return _argument_fits(node, _jacobi_fits)
 
     def svd_call(node: Any) -> bool:
         full = argument(node, 1, "full_matrices", True)
@@ -330,7 +324,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
 
     def cholesky_solve_call(node: Any) -> bool:
         rhs = input_shape(node)
-        return _argument_fits(node, 1) and len(rhs or ()) >= 2
+        return _argument_fits(node, index=1) and len(rhs or ()) >= 2
 
     def triangular_call(node: Any) -> bool:
         return square(node) and bool(argument(node, 3, "left", True))
