@@ -146,18 +146,16 @@ def test_singular_matrix_gives_inf_or_nan_not_an_error() -> None:
 
 
 def test_left_alone() -> None:
-    """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve,
-    the full SVD of a non-square matrix (U would need a completed basis)."""
+    """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve."""
 
     class Others(torch.nn.Module):
-        def forward(self, a: Any, big: Any, b: Any, wide: Any) -> tuple[Any, ...]:
+        def forward(self, a: Any, big: Any, b: Any) -> tuple[Any, ...]:
             return (
                 torch.linalg.inv(big),
                 torch.linalg.solve(a, b.mT, left=False),
                 torch.linalg.svd(a[..., :5, :5])[1],  # above JACOBI_SIZE_LIMIT
                 torch.linalg.eigh(a[..., :5, :5] @ a[..., :5, :5].mT)[0],
                 torch.linalg.svdvals(a[..., :5, :]),  # both sides above it
-                torch.linalg.svd(wide)[0],  # full_matrices
                 torch.linalg.pinv(a[..., :5, :]),
                 torch.linalg.pinv(a[..., :5, :5], hermitian=True),
                 torch.linalg.qr(big[..., :3])[1],  # 17 rows
@@ -165,7 +163,7 @@ def test_left_alone() -> None:
 
     n = SIZE_LIMIT + 1
     assert JACOBI_SIZE_LIMIT < 5
-    inputs = (torch.randn(2, 6, 6), torch.randn(2, n, n), torch.randn(2, 6, 6), torch.randn(3, 4))
+    inputs = (torch.randn(2, 6, 6), torch.randn(2, n, n), torch.randn(2, 6, 6))
     exported = torch.export.export(Others(), inputs)
     assert linalg_in_math_form(torch, exported) == (exported, 0)
 
@@ -443,6 +441,58 @@ def test_non_square_svd_agrees_with_lapack(m: int, n: int) -> None:
     eye = torch.eye(k, dtype=dtype)
     assert torch.allclose(u.mT @ u, eye, atol=tol) and torch.allclose(vh @ vh.mT, eye, atol=tol)
     assert torch.allclose(u @ vh, want[0] @ want[2], atol=tol * scale)  # sign-free
+
+
+class FullRectangular(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, ...]:
+        u, s, vh = torch.linalg.svd(a)  # full_matrices=True
+        old_u, old_s, old_v = torch.svd(a, some=False)
+        return u, s, vh, old_u, old_s, old_v
+
+
+@pytest.mark.parametrize(("m", "n"), [(16, 3), (3, 16), (5, 4), (4, 5), (7, 1), (1, 7)])
+def test_full_svd_of_a_non_square_matrix_completes_the_basis(m: int, n: int) -> None:
+    """U (or Vh, for a wide matrix) square and orthonormal, its first columns the reduced
+    SVD's, the rest spanning what torch's span (the projector on them is torch's)."""
+    dtype, tol = torch.float64, 1e-12
+    a = torch.randn(8, m, n, generator=torch.Generator().manual_seed(m + 5 * n), dtype=dtype)
+    exported = torch.export.export(FullRectangular(), (a,))
+    program, count = linalg_in_math_form(torch, exported)
+    assert count == 2 and calls_of(program, LINALG_OPS) == []
+    u, s, vh, old_u, old_s, old_v = program.module()(a)
+    want_u, want_s, want_vh = torch.linalg.svd(a)
+    assert u.shape == (8, m, m) and vh.shape == (8, n, n) and old_v.shape == (8, n, n)
+    assert torch.equal(old_u, u) and torch.equal(old_s, s) and torch.equal(old_v, vh.mT)
+    k = min(m, n)
+    scale = max(float(a.abs().max()), 1.0)
+    assert torch.allclose(s, want_s, atol=tol * scale)
+    assert torch.allclose(u[..., :k] @ torch.diag_embed(s) @ vh[..., :k, :], a, atol=tol * scale)
+    for got, want in ((u, want_u), (vh.mT, want_vh.mT)):
+        eye = torch.eye(got.shape[-1], dtype=dtype)
+        assert torch.allclose(got.mT @ got, eye, atol=tol)
+        rest, want_rest = got[..., k:], want[..., k:]
+        assert torch.allclose(rest @ rest.mT, want_rest @ want_rest.mT, atol=tol)
+
+
+def test_a_zero_singular_value_has_a_unit_singular_vector() -> None:
+    """Coplanar points: their covariance has rank 2, and U's third column is a unit vector
+    orthogonal to the others, as LAPACK's, so Kabsch's rotation is a rotation (control: the
+    normalised rotated column alone is not)."""
+    g = torch.Generator().manual_seed(5)
+    points = torch.randn(6, 10, 3, generator=g, dtype=torch.float64)
+    points[..., 2] = 0
+    turn = torch.linalg.matrix_exp(torch.tensor([[0, -0.3, 0.2], [0.3, 0, -0.1], [-0.2, 0.1, 0]]))
+    covariance = points.mT @ (points @ turn.double())
+    covariance[0] = 0  # rank 0: U is the identity
+    program, _ = linalg_in_math_form(torch, torch.export.export(Spectral(), (covariance,)))
+    u, s, vh = program.module()(covariance)[:3]
+    eye = torch.eye(3, dtype=torch.float64).expand(6, 3, 3)
+    assert torch.allclose(u.mT @ u, eye, atol=1e-12)
+    assert torch.allclose(u @ torch.diag_embed(s) @ vh, covariance, atol=1e-12)
+    assert torch.allclose(torch.linalg.det(u @ vh).abs(), torch.ones(6, dtype=torch.float64))
+    columns = covariance @ vh.mT  # U diag(S): the rotated columns before normalising
+    unit = columns / columns.norm(dim=-2, keepdim=True).clamp_min(1e-300)
+    assert not torch.allclose(unit.mT @ unit, eye, atol=1e-3)
 
 
 class PseudoInverse(torch.nn.Module):

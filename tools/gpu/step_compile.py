@@ -25,7 +25,7 @@ import numpy as np
 def main() -> int:
     name, out = sys.argv[1], Path(sys.argv[2])
     import torch
-    from shimkit.aot.compile import compile_exported, export_program, in_math_form
+    from shimkit.aot.compile import compile_exported, export_program_on, in_math_form
     from shimkit.aot.pt2 import read_blobs
     from shimkit.config import load_config
     from shimkit.elf import read_elf
@@ -44,7 +44,7 @@ def main() -> int:
     )
     report: dict[str, object] = {"model": name, "source": source, "torch": torch.__version__}
     start = time.perf_counter()
-    exported = export_program(torch, model, inputs, name)
+    exported, report["export_notes"] = export_program_on(torch, model, inputs, name, device)
     if not cpu:
         exported, report["math_form"] = in_math_form(torch, exported, True, True, slim_cuda=True)
     pt2 = out / f"{name}.pt2"

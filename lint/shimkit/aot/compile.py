@@ -86,21 +86,6 @@ class CompileResult:
     notes: list[str] = field(default_factory=list)
 
 
-def export_program(
-    torch: ModuleType,
-    model: Any,
-    inputs: tuple[Any, ...],
-    label: str,
-    dynamic_shapes: Any = None,
-) -> Any:
-    """torch.export.export (with `dynamic_shapes`, torch's argument), with torch's reason as
-    one paragraph on failure."""
-    try:
-        return _exported(torch, model, inputs, dynamic_shapes)
-    except Exception as exc:
-        raise ShimkitError(f"{label}: torch.export failed: {one_paragraph(exc)}") from None
-
-
 def _exported(torch: ModuleType, model: Any, inputs: tuple[Any, ...], dynamic_shapes: Any) -> Any:
     model.eval()
     # torch prints the partial graph of a failed export to sys.stderr; hold
@@ -120,8 +105,9 @@ def export_program_on(
     device: str,
     dynamic_shapes: Any = None,
 ) -> tuple[Any, list[str]]:
-    """export_program of a model and inputs on `device`, and a note if it was exported
-    elsewhere. Where torch.export fails on a GPU but not on the CPU, the program exported on
+    """torch.export.export of a model and inputs on `device` (with `dynamic_shapes`, torch's
+    argument), and a note if it was exported elsewhere; torch's reason as one paragraph on
+    failure. Where torch.export fails on a GPU but not on the CPU, the program exported on
     the CPU is moved to the device: torch's symbolic shapes can fail to prove a GPU kernel's
     stride guards for a dynamic size (a grouped-query attention with a dynamic sequence length
     on CUDA, torch 2.11: "Constraints violated (seq)"), guards a CPU export does not make.

@@ -15,7 +15,10 @@ sweep or two past convergence leaves the rest as exact identity rotations.
 - svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
   values are their norms, descending, U the normalised columns, V the accumulated rotations.
   A matrix of more columns than rows is transposed first, so the rotations act on at most
-  `JACOBI_SIZE_LIMIT` columns (a 16 x 3 or a 3 x 16 matrix: its reduced SVD).
+  `JACOBI_SIZE_LIMIT` columns (a 16 x 3 or a 3 x 16 matrix). U is then made orthonormal
+  and, for the full SVD, completed to a square basis by a Householder QR of it
+  (`shimkit.aot.householder`): where a singular value is zero the rotated column is zero,
+  and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs it).
 
 Singular vectors and eigenvectors are unique only up to sign (and within a repeated value,
 up to rotation); LAPACK's choice is not specified, and these may differ from it, as torch's
@@ -27,6 +30,8 @@ from __future__ import annotations
 
 from types import ModuleType
 from typing import Any
+
+from shimkit.aot import householder
 
 # Jacobi's work grows with the square of the matrix side per sweep, unrolled: kept to the
 # small matrices models call these on (3x3 covariances, 4x4 poses).
@@ -72,17 +77,18 @@ def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
     return values, vectors.gather(-1, order.unsqueeze(-2).expand(vectors.shape))
 
 
-def svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
-    """(U [..., m, k], S descending [..., k], Vh [..., k, n]) of `a` [..., m, n], k = min(m, n):
-    the reduced SVD (for a square `a` the full one too). A wide `a` is the transpose of its
-    transpose's SVD, so the rotations always act on the fewer columns."""
+def svd(torch: ModuleType, a: Any, full_matrices: bool = False) -> tuple[Any, Any, Any]:
+    """(U [..., m, m or k], S descending [..., k], Vh [..., k or n, n]) of `a` [..., m, n],
+    k = min(m, n): the reduced SVD, or with `full_matrices` the full one (they are the same
+    for a square `a`). A wide `a` is the transpose of its transpose's SVD, so the rotations
+    always act on the fewer columns."""
     if a.shape[-2] < a.shape[-1]:
-        u, values, vh = _tall_svd(torch, a.transpose(-2, -1))
+        u, values, vh = _tall_svd(torch, a.transpose(-2, -1), full_matrices)
         return vh.transpose(-2, -1), values, u.transpose(-2, -1)
-    return _tall_svd(torch, a)
+    return _tall_svd(torch, a, full_matrices)
 
 
-def _tall_svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
+def _tall_svd(torch: ModuleType, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
     """svd of `a` [..., m, n] with m >= n."""
     n = a.shape[-1]
     columns = [a[..., :, j] for j in range(n)]
@@ -104,4 +110,16 @@ def _tall_svd(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
     u = u.gather(-1, order.unsqueeze(-2).expand(u.shape))
     v = v.gather(-1, order.unsqueeze(-2).expand(v.shape))
+    u = _orthonormal_basis(torch, u, a.shape[-2] if full_matrices else n)
     return u, values, v.transpose(-2, -1)
+
+
+def _orthonormal_basis(torch: ModuleType, u: Any, count: int) -> Any:
+    """`count` orthonormal columns [..., m, count] whose first ones are `u`'s [..., m, n]
+    (its columns orthonormal, or zero where a singular value is zero; zero ones last, as the
+    values are sorted): Q of u's QR, each of its first n columns signed as u's (R's diagonal
+    is +-1 there), the rest completing the basis."""
+    n = u.shape[-1]
+    q, r = householder.qr(torch, u, count, n)
+    signs = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(u.dtype)
+    return torch.cat([q[..., :n] * signs.unsqueeze(-2), q[..., n:]], -1)

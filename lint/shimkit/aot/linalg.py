@@ -19,17 +19,16 @@ Inductor generates the kernels on either device:
 - Householder reflections for QR, any mode, of matrices of at most `SIZE_LIMIT` rows and
   columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs too);
 - Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices of at
-  most `JACOBI_SIZE_LIMIT` rows, the SVD of ones whose smaller side is at most that and the
-  larger at most `SIZE_LIMIT` (the reduced SVD of a non-square one), and `pinv` from them
-  as torch computes it (its tolerances too).
+  most `JACOBI_SIZE_LIMIT` rows, the SVD (reduced or full) of ones whose smaller side is at
+  most that and the larger at most `SIZE_LIMIT`, and `pinv` from them as torch computes it
+  (its tolerances too).
 
 What differs from torch: a singular matrix (or one that is not positive definite for
 Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
 and eigenvectors may differ from LAPACK's by sign (both are valid); the results agree with
 LAPACK's to rounding (tests/aot/test_linalg_math_form.py). Batched matrices and dynamic
-batch sizes are fine; the matrix sizes must be static. A non-square SVD with
-`full_matrices` (U would need a completed basis) keeps its call, and compile names it;
-`lstsq` cannot be exported at all (torch.export: its outputs' sizes depend on the data).
+batch sizes are fine; the matrix sizes must be static. `lstsq` cannot be exported at all
+(torch.export: its outputs' sizes depend on the data).
 """
 
 from __future__ import annotations
@@ -250,9 +249,9 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return _substitute(torch, rows, b, upper, unitriangular)
 
     def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
-        if not (_jacobi_fits(a) and (_fits(a) or not full_matrices)):
+        if not _jacobi_fits(a):
             return NotImplemented
-        return jacobi.svd(torch, a)  # reduced; for a square `a` the full one too
+        return jacobi.svd(torch, a, full_matrices)
 
     def svdvals(a: Any, driver: Any = None) -> Any:
         if not _jacobi_fits(a):
@@ -260,9 +259,9 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return jacobi.svd(torch, a)[1]
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
-        if not (_jacobi_fits(a) and (_fits(a) or some) and compute_uv):
+        if not (_jacobi_fits(a) and compute_uv):
             return NotImplemented
-        u, values, vh = jacobi.svd(torch, a)
+        u, values, vh = jacobi.svd(torch, a, full_matrices=not some)
         return u, values, vh.transpose(-2, -1)  # torch.svd returns V
 
     def pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
@@ -303,14 +302,8 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     def svd_shape(node: Any) -> bool:
         return _argument_fits(node, _jacobi_fits)
 
-    def svd_call(node: Any) -> bool:
-        full = argument(node, 1, "full_matrices", True)
-        return svd_shape(node) and (small(node) or not full)
-
     def old_svd_call(node: Any) -> bool:
-        some = argument(node, 1, "some", True)
-        compute_uv = argument(node, 2, "compute_uv", True)
-        return svd_shape(node) and (small(node) or some) and bool(compute_uv)
+        return svd_shape(node) and bool(argument(node, 2, "compute_uv", True))
 
     def pinv_call(node: Any) -> bool:
         return small(node) if argument(node, 3, "hermitian", False) else svd_shape(node)
@@ -340,7 +333,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
-        aten.linalg_svd.default: (svd, svd_call),
+        aten.linalg_svd.default: (svd, svd_shape),
         aten.linalg_svdvals.default: (svdvals, svd_shape),
         aten.svd.default: (old_svd, old_svd_call),
         aten.linalg_pinv.atol_rtol_tensor: (pinv, pinv_call),
