@@ -2,28 +2,35 @@
 targets (shimkit.aot.linalg writes the calls; this module has the steps).
 
 `torch.linalg.svd`, `svdvals`, `eigh`, `eigvalsh` (and the older `torch.svd`) have no C
-shim in any torch. Point-cloud and pose models call them on data: the Kabsch alignment of
-two point sets is the SVD of a 3x3 covariance; whitening takes the eigenvectors of one. For
-matrices of a static size whose smaller side is at most `JACOBI_SIZE_LIMIT` (eigh: square
-ones), they become `SWEEPS`
-cyclic sweeps of rotations (each rotation a handful of elementwise ops, so Inductor
-generates the kernels on either device), which converge quadratically: for these sizes a
-sweep or two past convergence leaves the rest as exact identity rotations.
+shim in any torch. Models call them on data: the Kabsch alignment of two point sets is the
+SVD of a 3x3 covariance, a homography or fundamental matrix by the direct linear transform
+the last singular vector of an 8 x 9 system, whitening the eigenvectors of a covariance.
 
-- eigh: two-sided Jacobi on the symmetric matrix the `UPLO` triangle gives; eigenvalues
-  ascending, the eigenvectors as columns, as torch returns them.
 - svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
   values are their norms, descending, U the normalised columns, V the accumulated rotations.
-  A matrix of more columns than rows is transposed first, so the rotations act on at most
-  `JACOBI_SIZE_LIMIT` columns (a 16 x 3 or a 3 x 16 matrix). U is then made orthonormal
-  and, for the full SVD, completed to a square basis by a Householder QR of it
-  (`shimkit.aot.householder`): where a singular value is zero the rotated column is zero,
-  and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs it).
+  A matrix of more columns than rows is transposed first, so the rotations act on the fewer
+  columns. The columns are paired in the round-robin
+  order of a tournament (Brent and Luk's parallel ordering): each step rotates n/2 disjoint
+  pairs at once, as a few whole-tensor ops, and n - 1 steps meet every pair once (a sweep),
+  so the graph grows with n per sweep, not n^2. Jacobi converges quadratically: `_sweeps`
+  gives one sweep more than random, graded and clustered float64 matrices needed to be
+  orthogonal to rounding (4 sweeps for 4 columns, 6 for 10, 7 for 16). U is then
+  made orthonormal and, for the full SVD, completed to a square basis by a Householder QR
+  of it (`shimkit.aot.householder`): where a singular value is zero the rotated column is
+  zero, and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs
+  it).
+- eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
+  Frobenius norm so that it is positive semi-definite: its singular values are then its
+  eigenvalues plus the shift, and V its eigenvectors (the shift costs an absolute error of
+  rounding times the norm, LAPACK's own bound). Eigenvalues ascending, the eigenvectors as
+  columns, as torch returns them.
 
-Singular vectors and eigenvectors are unique only up to sign (and within a repeated value,
-up to rotation); LAPACK's choice is not specified, and these may differ from it, as torch's
-documentation warns for its own backends. Products that do not depend on the choice (U Vh,
-V diag(L) V^T, the reconstruction) agree with LAPACK's to rounding.
+Each rotation is a handful of reductions and elementwise ops, so Inductor generates the
+kernels on either device. Singular vectors and eigenvectors are unique only up to sign (and
+within a repeated value, up to rotation); LAPACK's choice is not specified, and these may
+differ from it, as torch's documentation warns for its own backends. Products that do not
+depend on the choice (U Vh, V diag(L) V^T, the reconstruction) agree with LAPACK's to
+rounding.
 """
 
 from __future__ import annotations
@@ -33,10 +40,10 @@ from typing import Any
 
 from shimkit.aot import householder
 
-# Jacobi's work grows with the square of the matrix side per sweep, unrolled: kept to the
-# small matrices models call these on (3x3 covariances, 4x4 poses).
-JACOBI_SIZE_LIMIT = 4
-SWEEPS = 8
+
+def _sweeps(width: int) -> int:
+    """Sweeps for `width` columns (measured; see the module's doc)."""
+    return 5 if width <= 4 else 7 if width <= 10 else 8
 
 
 def _rotation(torch: ModuleType, apq: Any, app: Any, aqq: Any) -> tuple[Any, Any]:
@@ -53,28 +60,17 @@ def _rotation(torch: ModuleType, apq: Any, app: Any, aqq: Any) -> tuple[Any, Any
 def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
     """(eigenvalues ascending [..., n], eigenvectors as columns [..., n, n]) of the symmetric
     matrix the lower (or upper) triangle of `a` gives."""
-    n = a.shape[-1]
-    m = [[a[..., max(i, j), min(i, j)] if lower else a[..., min(i, j), max(i, j)]
-          for j in range(n)] for i in range(n)]  # fmt: skip
-    one = torch.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
-    v = [[one if i == j else one * 0 for j in range(n)] for i in range(n)]
-    for _ in range(SWEEPS):
-        for p in range(n - 1):
-            for q in range(p + 1, n):
-                c, s = _rotation(torch, m[p][q], m[p][p], m[q][q])
-                for r in range(n):  # columns p and q: M J
-                    mp, mq = m[r][p], m[r][q]
-                    m[r][p], m[r][q] = c * mp - s * mq, s * mp + c * mq
-                for r in range(n):  # rows p and q: J^T M J
-                    mp, mq = m[p][r], m[q][r]
-                    m[p][r], m[q][r] = c * mp - s * mq, s * mp + c * mq
-                for r in range(n):
-                    vp, vq = v[r][p], v[r][q]
-                    v[r][p], v[r][q] = c * vp - s * vq, s * vp + c * vq
-    values = torch.stack([m[i][i] for i in range(n)], -1)
-    vectors = torch.stack([torch.stack(row, -1) for row in v], -2)
-    values, order = torch.sort(values, dim=-1, stable=True)
-    return values, vectors.gather(-1, order.unsqueeze(-2).expand(vectors.shape))
+    triangle = torch.tril(a) if lower else torch.triu(a)
+    symmetric = (
+        triangle
+        + triangle.transpose(-2, -1)
+        - torch.diag_embed(torch.diagonal(a, dim1=-2, dim2=-1))
+    )
+    shift = symmetric.square().sum((-2, -1), keepdim=True).sqrt()  # >= every |eigenvalue|
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    norms, _, v = _rotated_columns(torch, symmetric + shift * eye)
+    values, order = torch.sort(norms - shift.squeeze(-1), dim=-1, stable=True)
+    return values, v.gather(-1, order.unsqueeze(-2).expand(v.shape))
 
 
 def svd(torch: ModuleType, a: Any, full_matrices: bool = False) -> tuple[Any, Any, Any]:
@@ -90,28 +86,50 @@ def svd(torch: ModuleType, a: Any, full_matrices: bool = False) -> tuple[Any, An
 
 def _tall_svd(torch: ModuleType, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
     """svd of `a` [..., m, n] with m >= n."""
-    n = a.shape[-1]
-    columns = [a[..., :, j] for j in range(n)]
-    eye = torch.eye(n, dtype=a.dtype, device=a.device).expand(*a.shape[:-2], n, n)
-    basis = [eye[..., :, j] for j in range(n)]  # columns of V
-    for _ in range(SWEEPS):
-        for p in range(n - 1):
-            for q in range(p + 1, n):
-                alpha = (columns[p] * columns[p]).sum(-1, keepdim=True)
-                beta = (columns[q] * columns[q]).sum(-1, keepdim=True)
-                gamma = (columns[p] * columns[q]).sum(-1, keepdim=True)
-                c, s = _rotation(torch, gamma, alpha, beta)
-                for pair in (columns, basis):
-                    xp, xq = pair[p], pair[q]
-                    pair[p], pair[q] = c * xp - s * xq, s * xp + c * xq
-    norms = torch.stack([col.norm(dim=-1) for col in columns], -1)  # [..., n]
-    u = torch.stack(columns, -1) / torch.where(norms == 0, 1.0, norms).unsqueeze(-2)
-    v = torch.stack(basis, -1)
+    norms, columns, v = _rotated_columns(torch, a)
+    u = columns / torch.where(norms == 0, 1.0, norms).unsqueeze(-2)
     values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
     u = u.gather(-1, order.unsqueeze(-2).expand(u.shape))
     v = v.gather(-1, order.unsqueeze(-2).expand(v.shape))
-    u = _orthonormal_basis(torch, u, a.shape[-2] if full_matrices else n)
+    u = _orthonormal_basis(torch, u, a.shape[-2] if full_matrices else a.shape[-1])
     return u, values, v.transpose(-2, -1)
+
+
+def _rotated_columns(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
+    """(column norms [..., n], columns [..., m, n], V [..., n, n]) after `_sweeps` sweeps of
+    one-sided Jacobi on `a` [..., m, n]: A V has orthogonal columns, V orthogonal."""
+    m, n = a.shape[-2], a.shape[-1]
+    if n % 2:  # an odd count gets a zero column: its rotations are exact identities
+        a = torch.cat([a, torch.zeros_like(a[..., :1])], -1)
+    width = a.shape[-1]
+    eye = torch.eye(width, dtype=a.dtype, device=a.device).expand(*a.shape[:-2], width, width)
+    # A stacked on the identity: rotating the columns of both at once accumulates V below A V.
+    # Pair i is (top[i], bottom[i]), the two halves of the columns.
+    stacked = torch.cat([a, eye], -2)
+    top, bottom = stacked[..., : width // 2], stacked[..., width // 2 :]
+    for _ in range(_sweeps(width)):
+        for _ in range(width - 1):
+            x_top, x_bottom = top[..., :m, :], bottom[..., :m, :]
+            alpha = (x_top * x_top).sum(-2, keepdim=True)
+            beta = (x_bottom * x_bottom).sum(-2, keepdim=True)
+            gamma = (x_top * x_bottom).sum(-2, keepdim=True)
+            c, s = _rotation(torch, gamma, alpha, beta)
+            top, bottom = _next_pairs(torch, c * top - s * bottom, s * top + c * bottom)
+    # After each sweep the columns are back in their places: drop the padding column.
+    stacked = torch.cat([top, bottom], -1)
+    columns, v = stacked[..., :m, :n], stacked[..., m:, :n][..., :n, :]
+    return columns.norm(dim=-2), columns, v
+
+
+def _next_pairs(torch: ModuleType, top: Any, bottom: Any) -> tuple[Any, Any]:
+    """The round-robin's next pairing: the first column stays, the others move one place
+    round the ring (top left to right, bottom right to left)."""
+    if top.shape[-1] == 1:
+        return top, bottom
+    return (
+        torch.cat([top[..., :1], bottom[..., :1], top[..., 1:-1]], -1),
+        torch.cat([bottom[..., 1:], top[..., -1:]], -1),
+    )
 
 
 def _orthonormal_basis(torch: ModuleType, u: Any, count: int) -> Any:

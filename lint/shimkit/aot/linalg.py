@@ -18,10 +18,9 @@ Inductor generates the kernels on either device:
 - substitution alone for `solve_triangular` (a left-hand side only);
 - Householder reflections for QR, any mode, of matrices of at most `SIZE_LIMIT` rows and
   columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs too);
-- Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices of at
-  most `JACOBI_SIZE_LIMIT` rows, the SVD (reduced or full) of ones whose smaller side is at
-  most that and the larger at most `SIZE_LIMIT`, and `pinv` from them as torch computes it
-  (its tolerances too).
+- Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices, the
+  SVD (reduced or full) of any shape, and `pinv` from them as torch computes it (its
+  tolerances too), for matrices of at most `SIZE_LIMIT` rows and columns.
 
 What differs from torch: a singular matrix (or one that is not positive definite for
 Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
@@ -45,21 +44,15 @@ SIZE_LIMIT = 16
 QR_MODES = ("reduced", "complete", "r")
 
 
-def _fits(matrix: Any, limit: int = SIZE_LIMIT, square: bool = True) -> bool:
+def _fits(matrix: Any, square: bool = True) -> bool:
     """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square (unless
-    not `square`), its rows and columns static and at most `limit` (any batch dims)."""
+    not `square`), its rows and columns static and at most `SIZE_LIMIT` (any batch dims)."""
     if not (matrix.dtype.is_floating_point and matrix.dtype.itemsize >= 4) or matrix.dim() < 2:
         return False
     rows, cols = matrix.shape[-2], matrix.shape[-1]
     if not (type(rows) is int and type(cols) is int and min(rows, cols) >= 1):
         return False
-    return max(rows, cols) <= limit and (rows == cols or not square)
-
-
-def _jacobi_fits(matrix: Any) -> bool:
-    """Whether the Jacobi SVD takes `matrix`: `_fits` of any shape, its smaller side at most
-    JACOBI_SIZE_LIMIT (the rotations act on that many columns)."""
-    return _fits(matrix, square=False) and min(matrix.shape[-2:]) <= jacobi.JACOBI_SIZE_LIMIT
+    return max(rows, cols) <= SIZE_LIMIT and (rows == cols or not square)
 
 
 def _argument_fits(node: Any, fits: Any = _fits, index: int = 0) -> bool:
@@ -249,23 +242,23 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return _substitute(torch, rows, b, upper, unitriangular)
 
     def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
-        if not _jacobi_fits(a):
+        if not _fits(a, square=False):
             return NotImplemented
         return jacobi.svd(torch, a, full_matrices)
 
     def svdvals(a: Any, driver: Any = None) -> Any:
-        if not _jacobi_fits(a):
+        if not _fits(a, square=False):
             return NotImplemented
         return jacobi.svd(torch, a)[1]
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
-        if not (_jacobi_fits(a) and compute_uv):
+        if not (_fits(a, square=False) and compute_uv):
             return NotImplemented
         u, values, vh = jacobi.svd(torch, a, full_matrices=not some)
         return u, values, vh.transpose(-2, -1)  # torch.svd returns V
 
     def pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
-        if not (_fits(a, jacobi.JACOBI_SIZE_LIMIT) if hermitian else _jacobi_fits(a)):
+        if not _fits(a, square=hermitian):
             return NotImplemented
         return _pseudo_inverse(torch, a, atol, rtol, hermitian)
 
@@ -281,32 +274,26 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return qr(a, "reduced" if some else "complete")
 
     def eigh(a: Any, UPLO: str = "L") -> Any:  # torch's argument names: given by keyword
-        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+        if not _fits(a):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")
 
     def eigvalsh(a: Any, UPLO: str = "L") -> Any:
-        if not _fits(a, jacobi.JACOBI_SIZE_LIMIT):
+        if not _fits(a):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")[0]
 
     def square(node: Any) -> bool:
         return _argument_fits(node)
 
-    def small(node: Any) -> bool:
-        return _argument_fits(node, lambda a: _fits(a, jacobi.JACOBI_SIZE_LIMIT))
-
     def any_shape(node: Any) -> bool:
         return _argument_fits(node, lambda a: _fits(a, square=False))
 
-    def svd_shape(node: Any) -> bool:
-        return _argument_fits(node, _jacobi_fits)
-
     def old_svd_call(node: Any) -> bool:
-        return svd_shape(node) and bool(argument(node, 2, "compute_uv", True))
+        return any_shape(node) and bool(argument(node, 2, "compute_uv", True))
 
     def pinv_call(node: Any) -> bool:
-        return small(node) if argument(node, 3, "hermitian", False) else svd_shape(node)
+        return square(node) if argument(node, 3, "hermitian", False) else any_shape(node)
 
     def qr_call(node: Any) -> bool:
         return any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
@@ -333,15 +320,15 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
-        aten.linalg_svd.default: (svd, svd_shape),
-        aten.linalg_svdvals.default: (svdvals, svd_shape),
+        aten.linalg_svd.default: (svd, any_shape),
+        aten.linalg_svdvals.default: (svdvals, any_shape),
         aten.svd.default: (old_svd, old_svd_call),
         aten.linalg_pinv.atol_rtol_tensor: (pinv, pinv_call),
         aten.linalg_pinv.atol_rtol_float: (pinv, pinv_call),
         aten.linalg_qr.default: (qr, qr_call),
         aten.qr.default: (old_qr, any_shape),
-        aten.linalg_eigh.default: (eigh, small),
-        aten.linalg_eigvalsh.default: (eigvalsh, small),
+        aten.linalg_eigh.default: (eigh, square),
+        aten.linalg_eigvalsh.default: (eigvalsh, square),
     }
 
 
