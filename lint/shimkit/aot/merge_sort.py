@@ -83,13 +83,8 @@ def stable_sort(torch: ModuleType, x: Any, dim: int, descending: bool) -> tuple[
     chunks = 1
     while chunks * INDUCTOR_SORT_LIMIT < length:
         chunks *= 2
-    padding = chunks * INDUCTOR_SORT_LIMIT - length
-    if padding:
-        fill = torch.full((*keys.shape[:-1], padding), torch.iinfo(keys.dtype).max,
-                          dtype=keys.dtype, device=keys.device)  # fmt: skip
-        keys = torch.cat([keys, fill], -1)
-    runs = (*keys.shape[:-1], chunks, INDUCTOR_SORT_LIMIT)
-    keys, positions = torch.sort(keys.reshape(runs), dim=-1, stable=True)
+    keys = in_chunks(torch, keys, chunks, torch.iinfo(keys.dtype).max)
+    keys, positions = torch.sort(keys, dim=-1, stable=True)
     starts = torch.arange(chunks, device=x.device).unsqueeze(-1) * INDUCTOR_SORT_LIMIT
     keys, positions = keys.flatten(-2), (positions + starts).flatten(-2)
     run = INDUCTOR_SORT_LIMIT
@@ -102,6 +97,16 @@ def stable_sort(torch: ModuleType, x: Any, dim: int, descending: bool) -> tuple[
         run *= 2
     positions = positions[..., :length]
     return moved.gather(-1, positions).movedim(-1, dim), positions.movedim(-1, dim)
+
+
+def in_chunks(torch: ModuleType, x: Any, chunks: int, fill: Any) -> Any:
+    """`x`'s last dim as `chunks` chunks of INDUCTOR_SORT_LIMIT [..., chunks, limit], the last
+    padded with `fill` (a value the sort puts after every real one)."""
+    padding = chunks * INDUCTOR_SORT_LIMIT - x.shape[-1]
+    if padding:
+        tail = torch.full((*x.shape[:-1], padding), fill, dtype=x.dtype, device=x.device)
+        x = torch.cat([x, tail], -1)
+    return x.reshape(*x.shape[:-1], chunks, INDUCTOR_SORT_LIMIT)
 
 
 def long_static_dim(shape: tuple[Any, ...] | None, dim: int) -> bool:

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import argument, rewrite_calls
-from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT, long_static_dim, stable_sort
+from shimkit.aot.merge_sort import INDUCTOR_SORT_LIMIT, in_chunks, long_static_dim, stable_sort
 
 # The largest k selected in rounds along a longer dim: each round keeps at most half of a
 # chunk, so the candidates shrink at least by half a round.
@@ -69,20 +69,11 @@ def _first_k(torch: ModuleType, x: Any, k: int, dim: int, descending: bool) -> t
     values = x.movedim(dim, -1)
     indices = torch.arange(values.shape[-1], device=x.device).expand(values.shape)
     while values.shape[-1] > INDUCTOR_SORT_LIMIT:
-        length = values.shape[-1]
-        chunks = -(-length // INDUCTOR_SORT_LIMIT)
-        padding = chunks * INDUCTOR_SORT_LIMIT - length
-        if padding:
-            fill = torch.full(
-                (*values.shape[:-1], padding), _sorts_last(torch, x.dtype, descending),
-                dtype=values.dtype, device=x.device,
-            )  # fmt: skip
-            values = torch.cat([values, fill], -1)
-            indices = torch.cat([indices, torch.zeros_like(fill, dtype=indices.dtype)], -1)
-        shape = (*values.shape[:-1], chunks, INDUCTOR_SORT_LIMIT)
-        kept, order = torch.sort(values.reshape(shape), dim=-1, descending=descending, stable=True)
+        chunks = -(-values.shape[-1] // INDUCTOR_SORT_LIMIT)
+        values = in_chunks(torch, values, chunks, _sorts_last(torch, x.dtype, descending))
+        kept, order = torch.sort(values, dim=-1, descending=descending, stable=True)
         kept, order = kept[..., :k], order[..., :k]
-        indices = indices.reshape(shape).gather(-1, order)
+        indices = in_chunks(torch, indices, chunks, 0).gather(-1, order)
         values, indices = kept.flatten(-2), indices.flatten(-2)
     values, order = torch.sort(values, dim=-1, descending=descending, stable=True)
     values, indices = values[..., :k], indices.gather(-1, order[..., :k])
