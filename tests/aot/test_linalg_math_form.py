@@ -340,6 +340,35 @@ class TallQR(torch.nn.Module):
 
 
 @pytest.mark.slow
+class Homography(torch.nn.Module):
+    """A homography by the direct linear transform: four predicted corner offsets, the 8 x 9
+    system of their correspondences, its last right singular vector (a full SVD of a wide
+    matrix, above 4 columns), as image-alignment heads compute it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(7)
+        self.net = torch.nn.Linear(12, 8)
+        self.register_buffer("corners", torch.tensor([[0.0, 0], [1, 0], [1, 1], [0, 1]]))
+
+    def forward(self, x: Any) -> Any:
+        dst = self.corners + 0.1 * torch.tanh(self.net(x)).view(-1, 4, 2)
+        src = self.corners.expand_as(dst)
+        one, zero = torch.ones_like(src[..., :1]), torch.zeros_like(src[..., :1])
+        xs, ys, xd, yd = src[..., :1], src[..., 1:], dst[..., :1], dst[..., 1:]
+        rows_x = torch.cat([xs, ys, one, zero, zero, zero, -xd * xs, -xd * ys, -xd], -1)
+        rows_y = torch.cat([zero, zero, zero, xs, ys, one, -yd * xs, -yd * ys, -yd], -1)
+        vh = torch.linalg.svd(torch.cat([rows_x, rows_y], -2))[2]
+        h = vh[:, -1].view(-1, 3, 3)
+        return (h / h[:, 2:, 2:],)
+
+
+@pytest.mark.slow
+def test_homography_by_dlt_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
+    inputs = (torch.randn(5, 12, generator=torch.Generator().manual_seed(8)),)
+    _compiled_matches_eager(Homography().eval(), inputs, tmp_path / "dlt.pt2", calls=1)
+
+
 def test_a_qr_above_the_limit_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
     from shimkit.errors import ShimkitError
 
