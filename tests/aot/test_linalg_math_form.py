@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from shimkit.aot import jacobi
 from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
 
 from tests.aot.math_form_run import calls_of, compile_in_math_form_and_run
@@ -212,6 +213,28 @@ def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
     assert torch.allclose(upper, want[9], atol=tol * scale)
     assert torch.allclose(_signs_aligned(vectors, want[8]), want[8], atol=100 * tol)
     assert torch.allclose(vectors.mT @ vectors, eye, atol=tol)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_small_eigenvalues_of_an_ill_conditioned_covariance(n: int) -> None:
+    """float32 covariances of condition 1e4: the smallest eigenvalue within LAPACK's own
+    relative error of the exact one (of the float32 matrix, in float64); control: the
+    shifted matrix's singular values less the shift lose rounding times the norm and miss."""
+    g = torch.Generator().manual_seed(n)
+    q, _ = torch.linalg.qr(torch.randn(200, n, n, generator=g, dtype=torch.float64))
+    values = torch.logspace(3, -1, n, dtype=torch.float64)
+    covariance = (q @ torch.diag_embed(values.expand(200, n)) @ q.mT).float()
+    exact = torch.linalg.eigvalsh(covariance.double())[..., 0]
+
+    def worst(smallest: Any) -> float:
+        return float(((smallest.double() - exact).abs() / exact).max())
+
+    lapack = worst(torch.linalg.eigvalsh(covariance)[..., 0])
+    assert worst(jacobi.eigh(torch, covariance, lower=True)[0][..., 0]) <= lapack
+    shift = covariance.square().sum((-2, -1), keepdim=True).sqrt()
+    eye = torch.eye(n, dtype=covariance.dtype)
+    norms = jacobi._rotated_columns(torch, covariance + shift * eye)[0]
+    assert worst((norms - shift.squeeze(-1)).min(-1).values) > lapack
 
 
 def test_repeated_singular_values() -> None:

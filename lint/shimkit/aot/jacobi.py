@@ -20,10 +20,13 @@ the last singular vector of an 8 x 9 system, whitening the eigenvectors of a cov
   zero, and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs
   it).
 - eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
-  Frobenius norm so that it is positive semi-definite: its singular values are then its
-  eigenvalues plus the shift, and V its eigenvectors (the shift costs an absolute error of
-  rounding times the norm, LAPACK's own bound). Eigenvalues ascending, the eigenvectors as
-  columns, as torch returns them.
+  Frobenius norm so that it is positive semi-definite: V is then its eigenvectors (an
+  eigenvalue and its negative cannot mix), and each eigenvalue is the Rayleigh quotient
+  v^T A v of the unshifted matrix. Measured on float32 covariances of condition 1e2 and 1e6,
+  the smallest eigenvalue's relative error is 3-7x below LAPACK's for 3-8 columns, and for
+  16 at 1e2; 2x above it for 16 columns at 1e6 (the shifted singular values instead lose
+  rounding times the norm: up to 20x worse). Eigenvalues ascending,
+  the eigenvectors as columns, as torch returns them.
 
 Each rotation is a handful of reductions and elementwise ops, so Inductor generates the
 kernels on either device. Singular vectors and eigenvectors are unique only up to sign (and
@@ -68,8 +71,10 @@ def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
     )
     shift = symmetric.square().sum((-2, -1), keepdim=True).sqrt()  # >= every |eigenvalue|
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
-    norms, _, v = _rotated_columns(torch, symmetric + shift * eye)
-    values, order = torch.sort(norms - shift.squeeze(-1), dim=-1, stable=True)
+    _, _, v = _rotated_columns(torch, symmetric + shift * eye)
+    # v_i^T A v_i, A v as elementwise products and a sum (no matmul: no TF32 on a GPU).
+    product = (symmetric.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)
+    values, order = torch.sort((v * product).sum(-2), dim=-1, stable=True)
     return values, v.gather(-1, order.unsqueeze(-2).expand(v.shape))
 
 
