@@ -9,24 +9,23 @@ the last singular vector of an 8 x 9 system, whitening the eigenvectors of a cov
 - svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
   values are their norms, descending, U the normalised columns, V the accumulated rotations.
   A matrix of more columns than rows is transposed first, so the rotations act on the fewer
-  columns. The columns are paired in the round-robin
-  order of a tournament (Brent and Luk's parallel ordering): each step rotates n/2 disjoint
-  pairs at once, as a few whole-tensor ops, and n - 1 steps meet every pair once (a sweep),
-  so the graph grows with n per sweep, not n^2. Jacobi converges quadratically: `_sweeps`
-  gives one sweep more than random, graded and clustered float64 matrices needed to be
-  orthogonal to rounding (4 sweeps for 4 columns, 6 for 10, 7 for 16). U is then
-  made orthonormal and, for the full SVD, completed to a square basis by a Householder QR
-  of it (`shimkit.aot.householder`): where a singular value is zero the rotated column is
-  zero, and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs
-  it).
+  columns. The columns are paired in the round-robin order of a tournament (Brent and
+  Luk's parallel ordering): each step rotates n/2 disjoint pairs at once, as a few
+  whole-tensor ops, and n - 1 steps meet every pair once (a sweep), so the graph grows with
+  n per sweep, not n^2. Jacobi converges quadratically: `_sweeps` gives one sweep more than
+  random, graded and clustered float64 matrices needed to be orthogonal to rounding (4
+  sweeps for 4 columns, 6 for 10, 7 for 16). U is then made orthonormal and, for the full
+  SVD, completed to a square basis by a Householder QR of it (`shimkit.aot.householder`):
+  where a singular value is zero the rotated column is zero, and LAPACK's U has a unit
+  vector there (a Kabsch alignment of coplanar points needs it).
 - eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
   Frobenius norm so that it is positive semi-definite: V is then its eigenvectors (an
   eigenvalue and its negative cannot mix), and each eigenvalue is the Rayleigh quotient
   v^T A v of the unshifted matrix. Measured on float32 covariances of condition 1e2 and 1e6,
   the smallest eigenvalue's relative error is 3-7x below LAPACK's for 3-8 columns, and for
   16 at 1e2; 2x above it for 16 columns at 1e6 (the shifted singular values instead lose
-  rounding times the norm: up to 20x worse). Eigenvalues ascending,
-  the eigenvectors as columns, as torch returns them.
+  rounding times the norm: up to 20x worse). Eigenvalues ascending, the eigenvectors as
+  columns, as torch returns them.
 
 Each rotation is a handful of reductions and elementwise ops, so Inductor generates the
 kernels on either device. Singular vectors and eigenvectors are unique only up to sign (and
