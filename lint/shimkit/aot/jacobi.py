@@ -91,11 +91,10 @@ def svd(torch: ModuleType, a: Any, full_matrices: bool = False) -> tuple[Any, An
 def _tall_svd(torch: ModuleType, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
     """svd of `a` [..., m, n] with m >= n."""
     norms, columns, v = _rotated_columns(torch, a)
-    u = columns / torch.where(norms == 0, 1.0, norms).unsqueeze(-2)
     values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
-    u = u.gather(-1, order.unsqueeze(-2).expand(u.shape))
+    columns = columns.gather(-1, order.unsqueeze(-2).expand(columns.shape))
     v = v.gather(-1, order.unsqueeze(-2).expand(v.shape))
-    u = _orthonormal_basis(torch, u, a.shape[-2] if full_matrices else a.shape[-1])
+    u = _orthonormal_basis(torch, columns, a.shape[-2] if full_matrices else a.shape[-1])
     return u, values, v.transpose(-2, -1)
 
 
@@ -121,7 +120,7 @@ def _rotated_columns(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
             top, bottom = _next_pairs(torch, c * top - s * bottom, s * top + c * bottom)
     # After each sweep the columns are back in their places: drop the padding column.
     stacked = torch.cat([top, bottom], -1)
-    columns, v = stacked[..., :m, :n], stacked[..., m:, :n][..., :n, :]
+    columns, v = stacked[..., :m, :n], stacked[..., m : m + n, :n]
     return columns.norm(dim=-2), columns, v
 
 
@@ -136,12 +135,12 @@ def _next_pairs(torch: ModuleType, top: Any, bottom: Any) -> tuple[Any, Any]:
     )
 
 
-def _orthonormal_basis(torch: ModuleType, u: Any, count: int) -> Any:
-    """`count` orthonormal columns [..., m, count] whose first ones are `u`'s [..., m, n]
-    (its columns orthonormal, or zero where a singular value is zero; zero ones last, as the
-    values are sorted): Q of u's QR, each of its first n columns signed as u's (R's diagonal
-    is +-1 there), the rest completing the basis."""
-    n = u.shape[-1]
-    q, r = householder.qr(torch, u, count, n)
-    signs = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(u.dtype)
+def _orthonormal_basis(torch: ModuleType, columns: Any, count: int) -> Any:
+    """`count` orthonormal columns [..., m, count] whose first ones are `columns` [..., m, n]
+    normalised (they are orthogonal, and zero where a singular value is zero; zero ones
+    last, as the values are sorted): Q of their QR, each of its first n columns signed as
+    the column (R's diagonal is +-its norm there), the rest completing the basis."""
+    n = columns.shape[-1]
+    q, r = householder.qr(torch, columns, count, n)
+    signs = torch.where(torch.diagonal(r, dim1=-2, dim2=-1) < 0, -1.0, 1.0).to(columns.dtype)
     return torch.cat([q[..., :n] * signs.unsqueeze(-2), q[..., n:]], -1)
