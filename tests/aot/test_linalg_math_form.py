@@ -233,7 +233,7 @@ def test_small_eigenvalues_of_an_ill_conditioned_covariance(n: int) -> None:
     assert worst(jacobi.eigh(torch, covariance, lower=True)[0][..., 0]) <= lapack
     shift = covariance.square().sum((-2, -1), keepdim=True).sqrt()
     eye = torch.eye(n, dtype=covariance.dtype)
-    norms = jacobi._rotated_columns(torch, covariance + shift * eye)[0]
+    norms = jacobi.rotated_columns(torch, covariance + shift * eye)[0]
     assert worst((norms - shift.squeeze(-1)).min(-1).values) > lapack
 
 

@@ -17,7 +17,8 @@ the last singular vector of an 8 x 9 system, whitening the eigenvectors of a cov
   sweeps for 4 columns, 6 for 10, 7 for 16). U is then made orthonormal and, for the full
   SVD, completed to a square basis by a Householder QR of it (`shimkit.aot.householder`):
   where a singular value is zero the rotated column is zero, and LAPACK's U has a unit
-  vector there (a Kabsch alignment of coplanar points needs it).
+  vector there (a Kabsch alignment of coplanar points needs it). svdvals and pinv need no
+  U (`singular_values`; shimkit.aot.linalg builds pinv from the rotated columns A V).
 - eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
   Frobenius norm so that it is positive semi-definite: V is then its eigenvectors (an
   eigenvalue and its negative cannot mix), and each eigenvalue is the Rayleigh quotient
@@ -70,7 +71,7 @@ def eigh(torch: ModuleType, a: Any, lower: bool) -> tuple[Any, Any]:
     )
     shift = symmetric.square().sum((-2, -1), keepdim=True).sqrt()  # >= every |eigenvalue|
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
-    _, _, v = _rotated_columns(torch, symmetric + shift * eye)
+    _, _, v = rotated_columns(torch, symmetric + shift * eye)
     # v_i^T A v_i, A v as elementwise products and a sum (no matmul: no TF32 on a GPU).
     product = (symmetric.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)
     values, order = torch.sort((v * product).sum(-2), dim=-1, stable=True)
@@ -88,9 +89,17 @@ def svd(torch: ModuleType, a: Any, full_matrices: bool = False) -> tuple[Any, An
     return _tall_svd(torch, a, full_matrices)
 
 
+def singular_values(torch: ModuleType, a: Any) -> Any:
+    """S descending [..., k] of `a` [..., m, n]: the norms of its rotated columns (its
+    transpose's if wide), with no U to build."""
+    if a.shape[-2] < a.shape[-1]:
+        a = a.transpose(-2, -1)
+    return torch.sort(rotated_columns(torch, a)[0], dim=-1, descending=True, stable=True)[0]
+
+
 def _tall_svd(torch: ModuleType, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
     """svd of `a` [..., m, n] with m >= n."""
-    norms, columns, v = _rotated_columns(torch, a)
+    norms, columns, v = rotated_columns(torch, a)
     values, order = torch.sort(norms, dim=-1, descending=True, stable=True)
     columns = columns.gather(-1, order.unsqueeze(-2).expand(columns.shape))
     v = v.gather(-1, order.unsqueeze(-2).expand(v.shape))
@@ -98,7 +107,7 @@ def _tall_svd(torch: ModuleType, a: Any, full_matrices: bool) -> tuple[Any, Any,
     return u, values, v.transpose(-2, -1)
 
 
-def _rotated_columns(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
+def rotated_columns(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     """(column norms [..., n], columns [..., m, n], V [..., n, n]) after `_sweeps` sweeps of
     one-sided Jacobi on `a` [..., m, n]: A V has orthogonal columns, V orthogonal."""
     m, n = a.shape[-2], a.shape[-1]

@@ -63,10 +63,10 @@ def _argument_fits(node: Any, fits: Any = _fits, index: int = 0) -> bool:
 
 
 def _pseudo_inverse(torch: ModuleType, a: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
-    """linalg.pinv as torch computes it: from the SVD (the eigendecomposition if `hermitian`),
-    the reciprocal of each singular value above max(atol, rtol * the largest), 0 for the rest;
-    rtol by default eps * max(m, n), or 0 where atol is given and positive. `atol` and `rtol`
-    are None, numbers or tensors (one per matrix)."""
+    """linalg.pinv as torch computes it: from the SVD's rotations (the eigendecomposition if
+    `hermitian`), the reciprocal of each singular value above max(atol, rtol * the largest),
+    0 for the rest; rtol by default eps * max(m, n), or 0 where atol is given and positive.
+    `atol` and `rtol` are None, numbers or tensors (one per matrix)."""
     default_rtol = torch.finfo(a.dtype).eps * max(a.shape[-2], a.shape[-1])
     if rtol is None and atol is not None:
         rtol = (
@@ -91,9 +91,14 @@ def _pseudo_inverse(torch: ModuleType, a: Any, atol: Any, rtol: Any, hermitian: 
         kept = magnitudes > tolerance(magnitudes.amax(-1, keepdim=True))
         inverted = torch.where(kept, values.reciprocal(), 0.0)
         return torch.matmul(vectors * inverted.unsqueeze(-2), vectors.transpose(-2, -1))
-    u, values, vh = jacobi.svd(torch, a)
-    inverted = torch.where(values > tolerance(values[..., :1]), values.reciprocal(), 0.0)
-    return torch.matmul(vh.transpose(-2, -1) * inverted.unsqueeze(-2), u.transpose(-2, -1))
+    if a.shape[-2] < a.shape[-1]:  # pinv(A) = pinv(A^T)^T: the rotations act on fewer columns
+        return _pseudo_inverse(torch, a.transpose(-2, -1), atol, rtol, False).transpose(-2, -1)
+    # V diag(1/s) U^T with U = A V diag(1/s): V diag(1/s^2) (A V)^T, from the rotated
+    # columns A V as they are (no orthonormal U to build: its QR is most of an SVD's steps).
+    values, columns, v = jacobi.rotated_columns(torch, a)
+    kept = values > tolerance(values.amax(-1, keepdim=True))
+    inverted = torch.where(kept, values.square().reciprocal(), 0.0)
+    return torch.matmul(v * inverted.unsqueeze(-2), columns.transpose(-2, -1))
 
 
 def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
@@ -249,7 +254,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     def svdvals(a: Any, driver: Any = None) -> Any:
         if not _fits(a, square=False):
             return NotImplemented
-        return jacobi.svd(torch, a)[1]
+        return jacobi.singular_values(torch, a)
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
         if not (_fits(a, square=False) and compute_uv):
