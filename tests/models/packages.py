@@ -38,7 +38,7 @@ def _digest(exported: Any, options: dict[str, Any]) -> str:
     digest = hashlib.sha256()
     digest.update(exported.graph_module.code.encode())
     for name, tensor in sorted({**exported.state_dict, **exported.constants}.items()):
-        digest.update(name.encode())
+        digest.update(f"{name}{tensor.stride()}".encode())
         digest.update(tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     for spec in exported.graph_signature.input_specs:
         digest.update(str(spec).encode())
@@ -61,17 +61,19 @@ def compiled_pair(
     import torch
     from shimkit.aot.compile import compile_exported, in_math_form
     from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
+    from shimkit.aot.weight_layout import linear_weights_column_major
 
     from tests.models.zoo import ZOO
 
     options = dict(CPU_INFERENCE_OPTIONS)
     zoo = ZOO[name]()
     exported = torch.export.export(zoo.model, zoo.inputs, dynamic_shapes=zoo.dynamic_shapes)
-    # What `shimkit compile` does on the CPU before Inductor (antialiased resizing, Fourier
-    # transforms and complex values in their math form; attention and RNN cells kept), for
-    # both packages unless asked: the same program.
-    as_exported = exported
-    exported, _ = in_math_form(torch, exported, False, False)
+    # What `shimkit compile` does on the CPU before Inductor, for both packages: the linear
+    # weights' layout (shimkit.aot.weight_layout); and unless asked, antialiased resizing,
+    # Fourier transforms and complex values in their math form (attention and RNN cells
+    # kept): the same program.
+    as_exported, _ = linear_weights_column_major(torch, exported)
+    exported, _ = in_math_form(torch, as_exported, False, False)
     base = cache / f"{name}-{_digest(exported, options)}"
     prefixed = base.with_suffix(".pt2")
     twin_kind = "as-exported" if twin_as_exported else "unprefixed"

@@ -21,7 +21,7 @@ CACHE = ROOT / "build" / "runtime-test-blobs"
 
 
 # Bump when a change here alters what a case compiles to.
-_CACHE_VERSION = "2"
+_CACHE_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,14 @@ def build_case(name: str, cache: Path = CACHE) -> BlobCase:
         if prefixed:
             compile_model(model, inputs, tmp, force=True, show_progress=False)
         else:
-            # torch's packaging with the options `shimkit compile` adds: the same blob,
-            # unprefixed, for torch's own runner.
+            # torch's packaging with the options and the weight layout `shimkit compile`
+            # adds: the same blob, unprefixed, for torch's own runner.
             from shimkit.aot.inductor_options import CPU_INFERENCE_OPTIONS
+            from shimkit.aot.weight_layout import linear_weights_column_major
 
-            exported = torch.export.export(model, tuple(inputs))
+            exported, _ = linear_weights_column_major(
+                torch, torch.export.export(model, tuple(inputs))
+            )
             with torch.no_grad():
                 torch._inductor.aoti_compile_and_package(
                     exported, package_path=str(tmp), inductor_configs=dict(CPU_INFERENCE_OPTIONS)

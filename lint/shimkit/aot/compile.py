@@ -62,6 +62,7 @@ from shimkit.aot.scatter import scatter_reductions_in_dense_form
 from shimkit.aot.selection import selection_in_sort_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
+from shimkit.aot.weight_layout import linear_weights_column_major
 from shimkit.checks.blob import blob_findings, describe, read_blob_image
 from shimkit.checks.companions import proxy_executor_ops
 from shimkit.checks.model import Finding
@@ -310,6 +311,9 @@ def compile_exported(
         )
     exported, reshaped = outputs_in_run_shapes(torch, exported)
     notes.extend(f"{label}: {line}" for line in reshaped)
+    if device == "cpu":
+        # A layout, not a rewrite: the results are the same, so no note.
+        exported, _ = linear_weights_column_major(torch, exported)
     with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)
         problems = {
