@@ -50,6 +50,19 @@ class AlsoSummed(torch.nn.Module):
         return self.lin(x) + self.lin.weight.sum()
 
 
+class SharedPair(torch.nn.Module):
+    """Two linear layers with one weight, under two names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = torch.nn.Linear(16, 16)
+        self.second = torch.nn.Linear(16, 16)
+        self.second.weight = self.first.weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(torch.relu(self.first(x)))
+
+
 def column_major(t: torch.Tensor) -> bool:
     return t.stride() == (1, t.shape[0])
 
@@ -92,6 +105,12 @@ def test_a_weight_read_by_anything_else_keeps_its_layout() -> None:
     summed = torch.export.export(AlsoSummed().eval(), (torch.randn(2, 16),))
     summed, count = linear_weights_column_major(torch, summed)
     assert count == 0 and summed.state_dict["lin.weight"].is_contiguous()
+
+    # One tensor under two names: relaid under one, the blob would hold it twice.
+    shared = torch.export.export(SharedPair().eval(), (torch.randn(2, 16),))
+    assert len(shared.state_dict) == 4
+    shared, count = linear_weights_column_major(torch, shared)
+    assert count == 0 and shared.state_dict["first.weight"].is_contiguous()
 
 
 def frozen_strides(package: Path) -> set[str]:

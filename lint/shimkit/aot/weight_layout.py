@@ -14,6 +14,7 @@ as they are, and so do the results.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 # What reads a weight as a linear layer's: (op name, index of the weight argument) for
@@ -74,14 +75,24 @@ def linear_weights_column_major(torch: Any, exported: Any) -> tuple[Any, int]:
     many). The program's state dict entries are replaced, not the tensors in them: the
     model the program was exported from keeps its own parameters as they were. A weight
     that anything else reads too (an embedding table tied to an output layer) stays as
-    it is: its other readers may want its rows."""
+    it is: its other readers may want its rows; so does one whose memory another entry of
+    the state dict or the constants shares."""
     signature = exported.graph_signature
     keys = {**signature.inputs_to_parameters, **signature.inputs_to_buffers}
     state = exported.state_dict
+    # A tensor behind two entries (a tied weight, under each of its names) may be read
+    # through the other one: relaid under one name, the blob would hold it twice.
+    storages = Counter(
+        value.untyped_storage().data_ptr()
+        for value in [*state.values(), *exported.constants.values()]
+        if isinstance(value, torch.Tensor)
+    )
     count = 0
     for node in exported.graph.nodes:
         key = keys.get(node.name) if node.op == "placeholder" else None
         if key is None or key not in state or not _used_only_as_linear_weight(node):
+            continue
+        if storages[state[key].untyped_storage().data_ptr()] > 1:
             continue
         relaid = _relaid(torch, state[key])
         if relaid is not None:
