@@ -312,7 +312,7 @@ def compile_exported(
     exported, reshaped = outputs_in_run_shapes(torch, exported)
     notes.extend(f"{label}: {line}" for line in reshaped)
     if device == "cpu":
-        # A layout, not a rewrite: the results are the same, so no note.
+        # A layout, not a rewrite (same values, same graph): no note.
         exported, _ = linear_weights_column_major(torch, exported)
     with staged_output(out) as temp, torch.no_grad():
         blobs = package_blobs(torch, exported, temp, options, label, out, show_progress)

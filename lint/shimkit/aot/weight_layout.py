@@ -9,7 +9,7 @@ thread: [4 x 16] @ [16 x 32] 139 ns NT against 92 ns NN; a row by a 64 x 64 weig
 slower NN). A weight stored column-major (the same values and sizes, strides (1, out)) has a
 contiguous [in, out] transpose: with the weights frozen into constants the blob hands that to
 the GEMM as a plain operand. Only the storage order changes: values, shapes and the graph stay
-as they are, and so do the results.
+as they are, and the results agree to rounding (a GEMM may sum in another order).
 """
 
 from __future__ import annotations
