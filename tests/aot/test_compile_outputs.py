@@ -30,6 +30,7 @@ from shimkit.aot.outputs import (
     ShapeDisagreement,
     disagreements,
     outputs_in_run_shapes,
+    plain_output_tuples,
     recorded_output_shapes,
     run_output_shapes,
     wrapper_output_shapes,
@@ -288,3 +289,80 @@ def test_compile_hands_a_misrecorded_output_back_in_the_run_shape(
     # torch's runner hands back eager's shape (without the reshape it gives [2, 1, 3, 4],
     # and compile warns about output 1).
     assert result["ok"], result["detail"]
+
+
+# A model that returns the results of topk and sort as they are (torch.return_types).
+NAMED_RESULTS = """
+import torch
+
+
+class Ranked(torch.nn.Module):
+    def forward(self, x):
+        return x * 2, x.topk(2, -1), (x.sort(-1), x.sum())
+
+
+model = Ranked()
+example_inputs = (torch.randn(3, 5),)
+"""
+
+
+def _named_results_program(torch: Any) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(NAMED_RESULTS, namespace)  # the test's own model source
+    return torch.export.export(namespace["model"], namespace["example_inputs"])
+
+
+def _spec_types(spec: Any) -> list[str]:
+    kids = spec.children() if hasattr(spec, "children") else spec.children_specs
+    own = [] if spec.is_leaf() else [spec.type.__name__]
+    return own + [name for kid in kids for name in _spec_types(kid)]
+
+
+def test_return_types_results_become_plain_tuples() -> None:
+    torch = pytest.importorskip("torch")
+    exported = _named_results_program(torch)
+    named = exported.call_spec.out_spec
+    assert _spec_types(named) == ["tuple", "topk", "tuple", "sort"]
+    plain, lines = plain_output_tuples(torch, exported)
+    assert _spec_types(plain.call_spec.out_spec) == ["tuple", "tuple", "tuple", "tuple"]
+    assert lines == [
+        "outputs of type torch.return_types.sort, torch.return_types.topk are handed back "
+        "as plain tuples (same values, same order): AOTInductor cannot package "
+        "torch.return_types"
+    ]
+    # The same leaves in the same order; the program given is left as it was.
+    assert plain.call_spec.out_spec.num_leaves == named.num_leaves == 6
+    assert exported.call_spec.out_spec is named
+    assert plain.graph_module is exported.graph_module
+    # Control: a program without such results is handed back as it is, with no line.
+    flat = torch.export.export(torch.nn.Flatten(0), (torch.ones(2, 3),))
+    assert plain_output_tuples(torch, flat) == (flat, [])
+
+
+@pytest.mark.slow
+def test_a_model_returning_topk_compiles_and_runs_on_the_slim_runtime(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    import shimkit.runtime
+    from shimkit.cli import main
+
+    source, out = tmp_path / "ranked.py", tmp_path / "ranked.pt2"
+    source.write_text(NAMED_RESULTS)
+    assert main(["compile", str(source), "-o", str(out)]) == 0
+    assert "handed back as plain tuples" in capsys.readouterr().err
+    namespace: dict[str, Any] = {}
+    exec(NAMED_RESULTS, namespace)
+    inputs = namespace["example_inputs"]
+    expected = torch.utils._pytree.tree_leaves(namespace["model"](*inputs))
+    with shimkit.runtime.load(out) as slim:
+        got = slim(*inputs)
+    assert len(got) == len(expected) == 6
+    for have, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(have, want.numpy(), rtol=1e-6, atol=1e-6)
+    # Control: torch's own packaging of the program as exported refuses it.
+    with pytest.raises(Exception, match="No registered serialization name"):
+        torch._inductor.aoti_compile_and_package(
+            _named_results_program(torch), package_path=str(tmp_path / "torch.pt2")
+        )

@@ -74,3 +74,32 @@ def test_control_a_cpu_export_has_no_fallback_and_no_note() -> None:
     assert FailsFirstTraces.traces == ["cpu"]
     exported, notes = export_on(model, "cpu")
     assert notes == [] and {t.device.type for t in exported.state_dict.values()} == {"cpu"}
+
+
+class PerChannelFakeQuant(torch.nn.Module):
+    """A quantization-aware convolution as trained: its per-channel scale comes from the
+    weight, and fake_quantize has no derivative for the scale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x: Any) -> Any:
+        w = self.conv.weight
+        scale = w.abs().amax((1, 2, 3)) / 127
+        zero = torch.zeros(4, dtype=torch.int32)
+        w = torch.fake_quantize_per_channel_affine(w, scale, zero, 0, -127, 127)
+        return torch.nn.functional.conv2d(x, w, self.conv.bias)
+
+
+def test_the_export_is_traced_without_autograd() -> None:
+    from shimkit.aot.compile import export_program_on
+
+    model, inputs = PerChannelFakeQuant(), (torch.randn(1, 3, 6, 6),)
+    exported, notes = export_program_on(torch, model, inputs, "qat.py", "cpu")
+    assert notes == []
+    with torch.no_grad():  # inference, as the compiled program runs
+        torch.testing.assert_close(exported.module()(*inputs), model(*inputs))
+    # Control: traced with autograd on, as torch.export does by default, the model fails.
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'scale'"):
+        torch.export.export(model, inputs)

@@ -31,6 +31,7 @@ from shimkit.aot.counting import counting_in_math_form
 from shimkit.aot.distance import distances_in_direct_form
 from shimkit.aot.embedding import embedding_renorm_in_math_form
 from shimkit.aot.embedding_bag import embedding_bag_in_math_form
+from shimkit.aot.fake_quantize import fake_quantize_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.histogram import histograms_in_index_add_form
@@ -51,6 +52,7 @@ from shimkit.aot.modelfile import one_paragraph, quiet_torch_logs
 from shimkit.aot.outputs import (
     disagreements,
     outputs_in_run_shapes,
+    plain_output_tuples,
     recorded_output_shapes,
     run_output_shapes,
 )
@@ -89,9 +91,12 @@ class CompileResult:
 def _exported(torch: ModuleType, model: Any, inputs: tuple[Any, ...], dynamic_shapes: Any) -> Any:
     model.eval()
     # torch prints the partial graph of a failed export to sys.stderr; hold
-    # stderr back and replay it only if the export succeeds.
+    # stderr back and replay it only if the export succeeds. Traced without
+    # autograd, as an inference compile: with it, ops that have no derivative for
+    # an argument computed from a parameter (a per-channel fake-quantize scale
+    # taken from the weight) fail the export, though eager inference runs them.
     captured = io.StringIO()
-    with quiet_torch_logs(), contextlib.redirect_stderr(captured):
+    with quiet_torch_logs(), contextlib.redirect_stderr(captured), torch.no_grad():
         exported = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     sys.stderr.write(captured.getvalue())
     return exported
@@ -311,6 +316,8 @@ def compile_exported(
         )
     exported, reshaped = outputs_in_run_shapes(torch, exported)
     notes.extend(f"{label}: {line}" for line in reshaped)
+    exported, retyped = plain_output_tuples(torch, exported)
+    notes.extend(f"{label}: {line}" for line in retyped)
     if device == "cpu":
         # A layout, not a rewrite (same values, same graph): no note.
         exported, _ = linear_weights_column_major(torch, exported)
@@ -362,7 +369,8 @@ def in_math_form(
     along a dim, multinomial sampling, bincount, unique and norm-limited embedding lookups are
     always rewritten where the installed torch has no C shim for them
     (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`, `.counting`,
-    `.embedding`): their blobs could not load otherwise."""
+    `.embedding`), and so is fake quantization (`.fake_quantize`): their blobs could not load
+    otherwise."""
     # (wanted, the form, what it rewrites, how: the note says "<count> <what> <how>").
     # The embedding form first: it rewrites the in-place renorm as exported, which the others'
     # run_decompositions would turn into a functional op and a write to the weight.
@@ -384,6 +392,9 @@ def in_math_form(
         (True, counting_in_math_form, "bincount/unique call(s)",
          "compiled in their math form (sizes read from the data; this torch has no C shim for "
          "them)"),
+        (True, fake_quantize_in_math_form, "fake quantization call(s) (per tensor or channel)",
+         "compiled in their math form (ATen's rounding, bit for bit; this torch has no C shim "
+         "for them)"),
         (attention, attention_in_math_form, "scaled_dot_product_attention call(s)",
          "compiled in their math form (Inductor generates the kernels; no attention fallback "
          "shim)"),

@@ -18,6 +18,8 @@ compared by rank or not at all, never guessed.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -174,6 +176,49 @@ def outputs_in_run_shapes(torch: Any, exported: Any) -> tuple[Any, list[str]]:
     ]
     # Traced again: the reshapes get their metadata (shapes) as exported nodes have.
     return exported.run_decompositions({}), lines
+
+
+def _plain_spec(pytree: Any, spec: Any) -> tuple[Any, list[str]]:
+    """(`spec` with every torch.return_types node a tuple, the names of those replaced)."""
+    if spec.is_leaf():
+        return spec, []
+    children, names = [], []
+    # torch 2.13 deprecates the `children_specs` field that older torch has alone.
+    kids = spec.children() if hasattr(spec, "children") else spec.children_specs
+    for child in kids:
+        plain, found = _plain_spec(pytree, child)
+        children.append(plain)
+        names.extend(found)
+    kind = spec.type
+    if getattr(kind, "__module__", None) == "torch.return_types":
+        return pytree.TreeSpec(tuple, None, children), [*names, kind.__name__]
+    return pytree.TreeSpec(kind, spec.context, children), names
+
+
+def plain_output_tuples(torch: Any, exported: Any) -> tuple[Any, list[str]]:
+    """(`exported` with the results of ops like topk, sort, max(dim) or svd returned as
+    plain tuples, one line saying so). A model may return such a result as it is (a
+    torch.return_types named tuple), but AOTInductor cannot store that type in the
+    package's output structure: it fails with "No registered serialization name". The
+    values and their order are the same; torch's runner of the package hands back a tuple
+    where eager gives the named tuple (the slim runtime returns a flat list either way).
+    The copy shares the graph and weights with `exported`, which is left as it was."""
+    pytree = torch.utils._pytree
+    entries = exported._module_call_graph
+    if not entries or entries[0].signature is None:
+        return exported, []
+    signature = entries[0].signature
+    out_spec, names = _plain_spec(pytree, signature.out_spec)
+    if not names:
+        return exported, []
+    plain = copy.copy(exported)
+    signature = dataclasses.replace(signature, out_spec=out_spec)
+    plain._module_call_graph = [dataclasses.replace(entries[0], signature=signature), *entries[1:]]
+    kinds = ", ".join(f"torch.return_types.{name}" for name in sorted(set(names)))
+    return plain, [
+        f"outputs of type {kinds} are handed back as plain tuples (same values, same order): "
+        "AOTInductor cannot package torch.return_types"
+    ]
 
 
 def disagreements(

@@ -101,6 +101,7 @@ def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     from shimkit.runtime import blob_device, load
+    from shimkit.runtime.capi import numpy_dtype
 
     device = blob_device(args.blob) if args.device == "auto" else args.device
     math = None
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             specs = model.input_specs
             if specs is None or any(s.shape is None or None in s.shape for s in specs):
                 raise ShimkitError(f"{args.blob}: no fixed input shapes recorded; use --input")
-            inputs = [np.zeros(s.shape, s.dtype) for s in specs]  # type: ignore[arg-type]
+            inputs = [np.zeros(s.shape, numpy_dtype(s.dtype)) for s in specs]  # type: ignore[arg-type]
         else:
             inputs = [_read_input(p) for p in args.input]
         outputs = model(*inputs)

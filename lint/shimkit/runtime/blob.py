@@ -17,6 +17,7 @@ from shimkit.elf import ELF_MAGIC
 from shimkit.errors import ShimkitError
 from shimkit.inputs.kinds import pt2_blob_names
 from shimkit.inputs.zipc import ZipMemberError, read_member
+from shimkit.runtime.capi import numpy_dtype
 from shimkit.runtime.stand_ins import stand_in_constants
 
 _EXTERNAL_WEIGHTS = ("/data/weights/", "/data/constants/")
@@ -64,7 +65,6 @@ _DTYPE = re.compile(r"_expected_dtype = aoti_torch_dtype_(\w+)\(\);")
 _FIXED_DIM = re.compile(r"if \((\d+) != \w+_size\[(\d+)\]\)")
 _ANY_DIM = re.compile(r"\w+_size\[(\d+)\]")
 _DIM_BOUND = re.compile(r"if \(\w+_size\[(\d+)\] ([<>]) (\d+)\)")
-_NUMPY_NAMES = {"bool": "bool", "bfloat16": None}
 
 
 # The wrapper's names for its inputs, and the strides it checks them against.
@@ -131,7 +131,7 @@ def _input_specs(source: str) -> tuple[InputSpec, ...] | None:
         name = dtype.group(1) if dtype else None
         index = int(match.group(1))
         specs[index] = InputSpec(
-            dtype=_NUMPY_NAMES.get(name, name) if name else None,
+            dtype=name or None,
             shape=tuple(shape) if dims else None,
             order=orders.get(index) if dims and len(orders.get(index, ())) == len(shape) else None,
             ranges=tuple((dim, low, high) for dim, (low, high) in sorted(ranges.items())),
@@ -209,14 +209,19 @@ def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
         raise ShimkitError(f"input {index}: got None, expected an array or a CPU tensor")
     device = getattr(value, "device", None)
     if device is not None and hasattr(value, "numpy"):
+        tensor = value.detach()
         if getattr(device, "type", "cpu") != "cpu":
-            if any_device:
-                return value.detach().cpu().numpy()
-            raise ShimkitError(
-                f"input {index}: tensor is on {device}, and this model runs on the slim CPU "
-                "runtime (a CUDA blob loads with device='cuda')"
-            )
-        return value.detach().numpy()
+            if not any_device:
+                raise ShimkitError(
+                    f"input {index}: tensor is on {device}, and this model runs on the slim "
+                    "CPU runtime (a CUDA blob loads with device='cuda')"
+                )
+            tensor = tensor.cpu()
+        if str(tensor.dtype) == "torch.bfloat16":  # torch's .numpy() refuses it: same bits
+            import torch
+
+            return tensor.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+        return tensor.numpy()
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as exc:

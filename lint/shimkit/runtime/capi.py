@@ -6,13 +6,16 @@ import ctypes
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from shimkit.config import ShimConfig, load_config
 from shimkit.errors import ShimkitError
 from shimkit.runtime.build import RuntimeLibs, find_libraries
 
 MAX_DIMS = 8
 
-# numpy dtype name <-> torch ScalarType number (the shims' dtype encoding).
+# numpy dtype name <-> torch ScalarType number (the shims' dtype encoding). numpy has no
+# bfloat16: that name is ml_dtypes' type (see numpy_dtype).
 DTYPE_CODES: dict[str, int] = {
     "uint8": 0,
     "int8": 1,
@@ -23,11 +26,28 @@ DTYPE_CODES: dict[str, int] = {
     "float32": 6,
     "float64": 7,
     "bool": 11,
+    "bfloat16": 15,
     "uint16": 27,
     "uint32": 28,
     "uint64": 29,
 }
 CODE_DTYPES: dict[int, str] = {code: name for name, code in DTYPE_CODES.items()}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a DTYPE_CODES name. bfloat16 is the ml_dtypes package's type (the
+    one JAX and ONNX use), which numpy knows by that name once ml_dtypes is imported: it is
+    imported here, when a bfloat16 array is first needed, so that models of other types
+    do not need the package."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: F401  (registers the type with numpy)
+        except ImportError:
+            raise ShimkitError(
+                "bfloat16 tensors need the ml_dtypes package (numpy has no bfloat16): "
+                "pip install ml_dtypes"
+            ) from None
+    return np.dtype(name)
 
 
 class Tensor(ctypes.Structure):

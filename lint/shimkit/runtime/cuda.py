@@ -34,7 +34,14 @@ from shimkit.runtime.blob import (
     dense_in_order,
 )
 from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
-from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, claim_provider
+from shimkit.runtime.capi import (
+    CODE_DTYPES,
+    DTYPE_CODES,
+    MAX_DIMS,
+    Tensor,
+    claim_provider,
+    numpy_dtype,
+)
 
 # runtime/shimkit_runtime.h's status codes, plus SHIMKIT_E_DEVICE.
 STATUS = {
@@ -352,7 +359,7 @@ class CudaModel(LoadedBlob):
                         f"output {i}: dtype code {desc.dtype} has no numpy equivalent"
                     )
                 shape = tuple(desc.sizes[d] for d in range(desc.ndim))
-                dtype = np.dtype(name)
+                dtype = numpy_dtype(name)
                 count = int(np.prod(shape)) if shape else 1
                 buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(desc.data)
                 results.append(

@@ -23,7 +23,15 @@ from shimkit.runtime.blob import (
     dense_in_order,
     read_blob,
 )
-from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, RuntimeLib, Tensor, runtime_lib
+from shimkit.runtime.capi import (
+    CODE_DTYPES,
+    DTYPE_CODES,
+    MAX_DIMS,
+    RuntimeLib,
+    Tensor,
+    numpy_dtype,
+    runtime_lib,
+)
 
 if TYPE_CHECKING:
     from shimkit.runtime.cuda import CudaModel
@@ -320,7 +328,7 @@ class Model(LoadedBlob):
         name = CODE_DTYPES.get(desc.dtype)
         if name is None:
             raise ShimkitError(f"output {index}: dtype code {desc.dtype} has no numpy equivalent")
-        dtype = np.dtype(name)
+        dtype = numpy_dtype(name)
         shape = tuple(desc.sizes[: desc.ndim])
         strides = tuple(desc.strides[: desc.ndim])
         self._out_geometry[index] = (shape, dtype)
