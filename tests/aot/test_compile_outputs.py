@@ -291,14 +291,19 @@ def test_compile_hands_a_misrecorded_output_back_in_the_run_shape(
     assert result["ok"], result["detail"]
 
 
-# A model that returns the results of topk and sort as they are (torch.return_types).
+# A model that returns the results of topk and sort as they are (torch.return_types) and
+# a named tuple of its own, in a dict.
 NAMED_RESULTS = """
+from collections import namedtuple
+
 import torch
+
+Pair = namedtuple("Pair", ["doubled", "total"])
 
 
 class Ranked(torch.nn.Module):
     def forward(self, x):
-        return x * 2, x.topk(2, -1), (x.sort(-1), x.sum())
+        return {"ranked": (x.topk(2, -1), (x.sort(-1), Pair(x * 2, x.sum())))}
 
 
 model = Ranked()
@@ -313,22 +318,26 @@ def _named_results_program(torch: Any) -> Any:
 
 
 def _spec_types(spec: Any) -> list[str]:
+    if spec.is_leaf():
+        return []
     kids = spec.children() if hasattr(spec, "children") else spec.children_specs
-    own = [] if spec.is_leaf() else [spec.type.__name__]
+    kind = spec.context if spec.type.__name__ == "namedtuple" else spec.type  # its class
+    own = [kind.__name__]
     return own + [name for kid in kids for name in _spec_types(kid)]
 
 
-def test_return_types_results_become_plain_tuples() -> None:
+def test_named_tuple_outputs_become_plain_tuples() -> None:
     torch = pytest.importorskip("torch")
     exported = _named_results_program(torch)
     named = exported.call_spec.out_spec
-    assert _spec_types(named) == ["tuple", "topk", "tuple", "sort"]
+    assert _spec_types(named) == ["dict", "tuple", "topk", "tuple", "sort", "Pair"]
     plain, lines = plain_output_tuples(torch, exported)
-    assert _spec_types(plain.call_spec.out_spec) == ["tuple", "tuple", "tuple", "tuple"]
+    kept = ["dict", "tuple", "tuple", "tuple", "tuple", "tuple"]
+    assert _spec_types(plain.call_spec.out_spec) == kept
     assert lines == [
-        "outputs of type torch.return_types.sort, torch.return_types.topk are handed back "
-        "as plain tuples (same values, same order): AOTInductor cannot package "
-        "torch.return_types"
+        "outputs of named-tuple type Pair, torch.return_types.sort, torch.return_types.topk "
+        "are handed back as plain tuples (same values, same order): AOTInductor cannot "
+        "package unregistered named tuples"
     ]
     # The same leaves in the same order; the program given is left as it was.
     assert plain.call_spec.out_spec.num_leaves == named.num_leaves == 6

@@ -18,6 +18,7 @@ compared by rank or not at all, never guessed.
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import math
@@ -178,8 +179,13 @@ def outputs_in_run_shapes(torch: Any, exported: Any) -> tuple[Any, list[str]]:
     return exported.run_decompositions({}), lines
 
 
+def _type_name(kind: type) -> str:
+    module = kind.__module__
+    return f"{module}.{kind.__qualname__}" if module.startswith("torch") else kind.__qualname__
+
+
 def _plain_spec(pytree: Any, spec: Any) -> tuple[Any, list[str]]:
-    """(`spec` with every torch.return_types node a tuple, the names of those replaced)."""
+    """(`spec` with every named-tuple node a plain tuple, the names of the types replaced)."""
     if spec.is_leaf():
         return spec, []
     children, names = [], []
@@ -190,19 +196,24 @@ def _plain_spec(pytree: Any, spec: Any) -> tuple[Any, list[str]]:
         children.append(plain)
         names.extend(found)
     kind = spec.type
-    if getattr(kind, "__module__", None) == "torch.return_types":
-        return pytree.TreeSpec(tuple, None, children), [*names, kind.__name__]
+    # pytree's node for a collections.namedtuple is the factory, its class the context;
+    # torch.return_types (struct sequences) are tuple subclasses of their own.
+    named = spec.context if kind is collections.namedtuple else kind
+    if isinstance(named, type) and issubclass(named, tuple) and named is not tuple:
+        return pytree.TreeSpec(tuple, None, children), [*names, _type_name(named)]
     return pytree.TreeSpec(kind, spec.context, children), names
 
 
 def plain_output_tuples(torch: Any, exported: Any) -> tuple[Any, list[str]]:
-    """(`exported` with the results of ops like topk, sort, max(dim) or svd returned as
-    plain tuples, one line saying so). A model may return such a result as it is (a
-    torch.return_types named tuple), but AOTInductor cannot store that type in the
-    package's output structure: it fails with "No registered serialization name". The
-    values and their order are the same; torch's runner of the package hands back a tuple
-    where eager gives the named tuple (the slim runtime returns a flat list either way).
-    The copy shares the graph and weights with `exported`, which is left as it was."""
+    """(`exported` with its named-tuple outputs returned as plain tuples, one line saying
+    so). A model may return a named tuple: its own (`collections.namedtuple`, `NamedTuple`)
+    or the result of ops like topk, sort, max(dim) or svd as it is (`torch.return_types`).
+    AOTInductor stores the output structure in the package and fails on such a type unless
+    it was registered with pytree under a serialized name ("No registered serialization
+    name", "Can't serialize TreeSpec of namedtuple class"). The values and their order
+    are the same; torch's runner of the package hands back tuples where eager gives the
+    named ones (the slim runtime returns a flat list either way). The copy shares the
+    graph and weights with `exported`, which is left as it was."""
     pytree = torch.utils._pytree
     entries = exported._module_call_graph
     if not entries or entries[0].signature is None:
@@ -214,10 +225,10 @@ def plain_output_tuples(torch: Any, exported: Any) -> tuple[Any, list[str]]:
     plain = copy.copy(exported)
     signature = dataclasses.replace(signature, out_spec=out_spec)
     plain._module_call_graph = [dataclasses.replace(entries[0], signature=signature), *entries[1:]]
-    kinds = ", ".join(f"torch.return_types.{name}" for name in sorted(set(names)))
+    kinds = ", ".join(sorted(set(names)))
     return plain, [
-        f"outputs of type {kinds} are handed back as plain tuples (same values, same order): "
-        "AOTInductor cannot package torch.return_types"
+        f"outputs of named-tuple type {kinds} are handed back as plain tuples (same values, "
+        "same order): AOTInductor cannot package unregistered named tuples"
     ]
 
 
