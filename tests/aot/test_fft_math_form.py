@@ -9,6 +9,8 @@ the ops on complex values), no complex value is left (control: as exported there
 a program that returns a complex tensor or transforms over a dynamic size is left alone,
 the DFT matrices are made on the input's device, and a compiled model runs on the slim CPU
 runtime next to eager (control: without the rewrite, compile refuses it naming the op).
+Complex values made by `view_as_complex` and complex buffers (rotary embeddings as LLaMA's
+reference code writes them) are carried as pairs too, the buffer stored as its real pairs.
 """
 
 from __future__ import annotations
@@ -264,3 +266,49 @@ def test_long_transforms_in_two_steps_match_torch(n: int) -> None:
     rewritten, count = fft_in_math_form(torch, torch.export.export(program, (x,)))
     assert count == 1
     assert torch.allclose(rewritten.module()(x), program(x), rtol=0, atol=1e-12)
+
+
+class ComplexRotary(torch.nn.Module):
+    """Rotary embeddings as LLaMA's reference code writes them: the query's pairs as complex
+    numbers (`view_as_complex`) times a complex `freqs_cis` buffer, read back with
+    `view_as_real`."""
+
+    def __init__(self, length: int = 6, dim: int = 8) -> None:
+        super().__init__()
+        inverse = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+        angles = torch.outer(torch.arange(length).float(), inverse)
+        self.register_buffer("freqs_cis", torch.polar(torch.ones_like(angles), angles))
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x: Any) -> Any:  # [batch, length, dim]
+        pairs = torch.view_as_complex(self.proj(x).reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(pairs * self.freqs_cis).flatten(-2)
+
+
+def test_complex_buffers_and_view_as_complex_are_carried_as_pairs() -> None:
+    from shimkit.aot.fft import complex_values_left, fft_in_math_form
+
+    model, x = ComplexRotary().eval(), torch.randn(2, 6, 8)
+    with torch.no_grad():
+        exported = torch.export.export(model, (x,))
+        assert complex_values_left(exported)  # control: as exported
+        rewritten, count = fft_in_math_form(torch, exported)
+        assert count == 2  # the view_as_complex call and the complex buffer
+        assert complex_values_left(rewritten) == []
+        assert not rewritten.state_dict["freqs_cis"].is_complex()
+        torch.testing.assert_close(rewritten.module()(x), model(x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_compiled_complex_rotary_runs_on_the_slim_runtime(tmp_path: Any) -> None:
+    import numpy as np
+
+    from tests.aot.math_form_run import compile_in_math_form_and_run
+
+    model, inputs = ComplexRotary().eval(), (torch.randn(2, 6, 8),)
+    run = compile_in_math_form_and_run(torch, model, inputs, tmp_path / "rotary.pt2")
+    assert run.notes and "complex values as real pairs" in run.notes[0]
+    assert not any("complex" in name for name in run.imports)
+    with torch.no_grad():
+        want = model(*inputs).numpy()
+    np.testing.assert_allclose(run.outputs[0], want, rtol=1e-5, atol=1e-6)

@@ -13,7 +13,11 @@ For the slim targets compile rewrites every such op before Inductor sees the pro
   real transform of n = n1 n2 points (n1 >= MIN_FACTOR) runs in two steps, as Cooley and
   Tukey split it (two products and the twiddle factors);
 - every complex value is carried as a pair of real tensors of its shape (real and
-  imaginary parts) through the ops `_complex_ops` knows.
+  imaginary parts) through the ops `_complex_ops` knows. Complex values also come from
+  `view_as_complex` of real pairs and from complex weights and buffers (rotary embeddings
+  as LLaMA's reference code writes them: the query's pairs as complex numbers times a
+  complex `freqs_cis` buffer); such state is stored as its real pairs (`view_as_real`) and
+  joined where the program reads it, so the same rewrite carries it.
 The matrices depend on sizes alone: compile evaluates them once (`fold_size_only_values`).
 The products cost O(n (n1 + n2)) per real transform (O(n^2) for the others) where an FFT is
 O(n log n): faster than torch's runner for audio frames of a few hundred points, slower for
@@ -36,7 +40,9 @@ from shimkit.aot.constants import fold_size_only_values
 # aten ops (by name, any overload) whose call makes complex values: the transforms (those
 # whose names do not start with "_" decompose into the three that do) and the
 # constructors.
-FFT_OPS = ("_fft_r2c", "_fft_c2c", "_fft_c2r", "stft", "istft", "polar", "complex")
+FFT_OPS = (
+    "_fft_r2c", "_fft_c2c", "_fft_c2r", "stft", "istft", "polar", "complex", "view_as_complex"
+)  # fmt: skip
 FFT_PREFIX = "fft_"
 # Those that may take real arguments only, rewritten whatever their arguments (a
 # conversion to a complex dtype among them).
@@ -377,6 +383,42 @@ def _drop_round_trips(torch: ModuleType, exported: Any) -> None:
     exported.graph_module.recompile()
 
 
+def _complex_state(exported: Any) -> dict[Any, str]:
+    """The placeholders of `exported`'s complex weights, buffers and constants, with the
+    names of their tensors."""
+    signature = exported.graph_signature
+    state = {
+        **signature.inputs_to_parameters,
+        **signature.inputs_to_buffers,
+        **signature.inputs_to_lifted_tensor_constants,
+    }
+    return {
+        node: state[node.name]
+        for node in exported.graph.nodes
+        if node.op == "placeholder"
+        and node.name in state
+        and getattr(node.meta.get("val"), "is_complex", lambda: False)()
+    }
+
+
+def _complex_state_as_pairs(torch: ModuleType, exported: Any, state: dict[Any, str]) -> None:
+    """Stores each complex tensor of `state` as its real pairs (view_as_real, [..., 2]) and
+    has the program join them (view_as_complex) where it read the complex tensor: the same
+    values, in the form the rewrite carries."""
+    graph = exported.graph_module.graph
+    for node, name in state.items():
+        table = exported.constants if name in exported.constants else exported.state_dict
+        pair = torch.view_as_real(table[name]).clone()
+        table[name] = pair
+        complex_value = node.meta["val"]
+        node.meta["val"] = complex_value.fake_mode.from_tensor(pair, static_shapes=True)
+        with graph.inserting_after(node):
+            joined = graph.call_function(torch.ops.aten.view_as_complex.default, (node,))
+        joined.meta["val"] = complex_value
+        node.replace_all_uses_with(joined, delete_user_cb=lambda user, new=joined: user is not new)
+    exported.graph_module.recompile()
+
+
 def complex_values_left(exported: Any) -> list[str]:
     """The ops of the nodes that still make a complex tensor (none: the rewrite held)."""
     left = []
@@ -390,16 +432,20 @@ def complex_values_left(exported: Any) -> list[str]:
 
 def fft_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     """(`exported` with its Fourier transforms as matrix products and its complex values as
-    pairs of real tensors, how many calls made complex values), or (`exported`, 0) when
-    it makes none, or a complex value would be left (an output, or an op this module does
-    not rewrite: compile's check then names the fallbacks)."""
+    pairs of real tensors, how many calls (and complex weights or buffers) made complex
+    values), or (`exported`, 0) when it makes none, or a complex value would be left (an
+    output, or an op this module does not rewrite: compile's check then names the
+    fallbacks). Complex state is stored as real pairs in `exported` itself, joined where
+    read (the same results, also when the rest is left as it was)."""
+    state = _complex_state(exported)
     calls = [
         node
         for node in exported.graph.nodes
         if node.op == "call_function" and _makes_complex(node.target)
     ]
-    if not calls:
+    if not calls and not state:
         return exported, 0
+    _complex_state_as_pairs(torch, exported, state)
     defaults = torch.export.default_decompositions()
     # The composite transforms (torch.fft.*, stft, istft) as ATen defines them, down to
     # _fft_r2c / _fft_c2c / _fft_c2r; nothing else in the program is decomposed.
@@ -411,4 +457,4 @@ def fft_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
     if complex_values_left(rewritten):
         return exported, 0
     fold_size_only_values(torch, rewritten, "shimkit_dft")
-    return rewritten, len(calls)
+    return rewritten, len(calls) + len(state)
