@@ -285,8 +285,11 @@ bool lt_gemm(BlasContext& ctx, const SlimTensor& out, const SlimTensor& a, const
 
 Operand operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   Operand o;
+  // A single column or row has no stride across it: pick the one that fits
+  // (a row read with a step, as an einsum's permuted operand gives it, is a
+  // column-major [1, cols] matrix whose leading dimension is that step).
   if (cols == 1) cs = 1;
-  if (rows == 1) rs = cols;
+  if (rows == 1) rs = cs == 1 ? cols : 1;
   if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) {  // row-major
     o.ok = true;
     o.op = kOpN;

@@ -182,6 +182,12 @@ def matmul(s: Shims) -> dict[str, Any]:
     bout = s.empty((4, 5, 2), None, 0)
     s.call("aoti_torch_cuda_bmm_out", bout, s.device(a), s.device(b))
     r["bmm"] = float(np.abs(s.numpy(bout) - a @ b).max())
+    # One row per batch read with a step (element strides 30, 1, 5), as an einsum that
+    # contracts over a permuted dim hands it over: a column-major [1, 6] matrix.
+    rows = rng.standard_normal((4, 6, 5), dtype=np.float32).transpose(0, 2, 1)[:, :1, :]
+    vout = s.empty((4, 1, 2), None, 0)
+    s.call("aoti_torch_cuda_bmm_out", vout, s.device(rows), s.device(b))
+    r["bmm_strided_row"] = float(np.abs(s.numpy(vout) - rows @ b).max())
     on_lt, on_cublas = I64(), I64()
     s.lib.shimkit_cuda_gemm_counts(ctypes.byref(on_lt), ctypes.byref(on_cublas))
     lt_path = os.environ.get("SHIMKIT_CUBLASLT", "")
