@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.aot.math_form_run import calls_of
+
 torch = pytest.importorskip("torch")
 
 
@@ -38,12 +40,15 @@ class Observed(torch.nn.Module):
         return a, b, c
 
 
+FAKE_QUANTIZE_OPS = (
+    "aten.fake_quantize_per_tensor_affine.default",
+    "aten.fake_quantize_per_tensor_affine.tensor_qparams",
+    "aten.fake_quantize_per_channel_affine.default",
+)
+
+
 def fake_quantize_calls(exported: Any) -> list[str]:
-    return [
-        str(n.target)
-        for n in exported.graph.nodes
-        if n.op == "call_function" and "fake_quantize" in str(n.target)
-    ]
+    return calls_of(exported, FAKE_QUANTIZE_OPS)
 
 
 def inputs_on_ties(dtype: Any = torch.float32) -> tuple[Any, Any]:
