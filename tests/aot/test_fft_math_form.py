@@ -299,6 +299,25 @@ def test_complex_buffers_and_view_as_complex_are_carried_as_pairs() -> None:
         torch.testing.assert_close(rewritten.module()(x), model(x), rtol=1e-6, atol=1e-6)
 
 
+def test_a_complex_parameter_is_stored_as_a_real_parameter() -> None:
+    from shimkit.aot.fft import fft_in_math_form
+
+    class Scaled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4, dtype=torch.complex64))
+
+        def forward(self, x: Any) -> Any:
+            return torch.view_as_real(torch.view_as_complex(x) * self.w)
+
+    model, x = Scaled().eval(), torch.randn(3, 4, 2)
+    with torch.no_grad():
+        rewritten, count = fft_in_math_form(torch, torch.export.export(model, (x,)))
+        weight = rewritten.state_dict["w"]
+        assert count == 2 and isinstance(weight, torch.nn.Parameter) and weight.shape == (4, 2)
+        torch.testing.assert_close(rewritten.module()(x), model(x), rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_compiled_complex_rotary_runs_on_the_slim_runtime(tmp_path: Any) -> None:
     import numpy as np

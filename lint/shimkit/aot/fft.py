@@ -408,7 +408,10 @@ def _complex_state_as_pairs(torch: ModuleType, exported: Any, state: dict[Any, s
     graph = exported.graph_module.graph
     for node, name in state.items():
         table = exported.constants if name in exported.constants else exported.state_dict
-        pair = torch.view_as_real(table[name]).clone()
+        original = table[name]
+        pair = torch.view_as_real(original.detach()).clone()
+        if isinstance(original, torch.nn.Parameter):  # the program's verifier wants one
+            pair = torch.nn.Parameter(pair, requires_grad=original.requires_grad)
         table[name] = pair
         complex_value = node.meta["val"]
         node.meta["val"] = complex_value.fake_mode.from_tensor(pair, static_shapes=True)
