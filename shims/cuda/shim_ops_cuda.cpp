@@ -125,11 +125,14 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
       throw ShimError("addmm: shapes do not match");
     }
     const bool on_blas = gemm_operands({&o, &a, &b, &bias});
-    // Bias as a row vector [N] / [1, N] (contiguous) or a full [M, N] matrix.
+    // Bias as a row vector (contiguous): [N], [1, N], or [M, N] with a row stride
+    // of 0 (the row expanded over M, as Inductor's autotuned addmm passes it);
+    // else a full [M, N] matrix.
+    const bool one_row =
+        bias.dim() == 2 && bias.sizes()[1] == n && (bias.sizes()[0] == 1 || bias.strides()[0] == 0);
     const bool row_bias =
         (bias.dim() == 1 && bias.sizes()[0] == n && (n <= 1 || bias.strides()[0] == 1)) ||
-        (bias.dim() == 2 && bias.sizes()[0] == 1 && bias.sizes()[1] == n &&
-         (n <= 1 || bias.strides()[1] == 1));
+        (one_row && (n <= 1 || bias.strides()[1] == 1));
     const bool full_bias = bias.dim() == 2 && bias.sizes()[0] == m && bias.sizes()[1] == n;
     if (on_blas && m > 0 && n > 0) {
       const auto alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);

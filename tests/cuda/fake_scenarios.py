@@ -174,6 +174,14 @@ def matmul(s: Shims) -> dict[str, Any]:
     s.call("aoti_torch_cuda_addmm_out", out, s.device(full), s.device(x), s.device(w.T),
            ctypes.c_double(0.5), ctypes.c_double(2.0))  # fmt: skip
     r["addmm_full_bias"] = float(np.abs(s.numpy(out) - (2.0 * (x @ w.T) + 0.5 * full)).max())
+    # The row bias expanded over the rows (row stride 0), as Inductor's autotuned addmm
+    # passes it: the epilogue's bias too, not a copy through the host.
+    expanded, dx, dw = s.device(np.broadcast_to(bias, (5, 3))), s.device(x), s.device(w.T)
+    copies = counter("copy")
+    s.call("aoti_torch_cuda_addmm_out", out, expanded, dx, dw, ctypes.c_double(1.0),
+           ctypes.c_double(1.0))  # fmt: skip
+    copied_expanded = counter("copy") - copies
+    r["addmm_expanded_bias"] = float(np.abs(s.numpy(out) - (x @ w.T + bias)).max())
     xt = np.ascontiguousarray(x.T).T  # mat1 column-major
     s.call("aoti_torch_cuda_mm_out", out, s.device(xt), s.device(np.ascontiguousarray(w.T)))
     r["mm_xT"] = float(np.abs(s.numpy(out) - x @ w.T).max())
@@ -185,8 +193,10 @@ def matmul(s: Shims) -> dict[str, Any]:
     # One row per batch read with a step (element strides 30, 1, 5), as an einsum that
     # contracts over a permuted dim hands it over: a column-major [1, 6] matrix.
     rows = rng.standard_normal((4, 6, 5), dtype=np.float32).transpose(0, 2, 1)[:, :1, :]
-    vout = s.empty((4, 1, 2), None, 0)
-    s.call("aoti_torch_cuda_bmm_out", vout, s.device(rows), s.device(b))
+    vout, drows, db = s.empty((4, 1, 2), None, 0), s.device(rows), s.device(b)
+    copies = counter("copy")
+    s.call("aoti_torch_cuda_bmm_out", vout, drows, db)
+    copied_rows = counter("copy") - copies
     r["bmm_strided_row"] = float(np.abs(s.numpy(vout) - rows @ b).max())
     on_lt, on_cublas = I64(), I64()
     s.lib.shimkit_cuda_gemm_counts(ctypes.byref(on_lt), ctypes.byref(on_cublas))
@@ -200,6 +210,11 @@ def matmul(s: Shims) -> dict[str, Any]:
         "cublaslt": on_lt.value,
         "cublas": on_cublas.value,
         "lt_matmuls": lt_matmuls,
+    }
+    # Copies made by the two calls above (through the host, they would be some).
+    r["gemm_counts"]["copies"] = {
+        "addmm_expanded_bias": copied_expanded,
+        "bmm_strided_row": copied_rows,
     }
     return r
 

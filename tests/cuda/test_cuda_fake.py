@@ -100,9 +100,13 @@ def test_gemms_run_on_cublaslt_and_match_numpy(
     counts = r.pop("gemm_counts")
     for case, diff in r.items():
         assert diff < 1e-5, case
-    # Both mms, both addmms (the row bias in its epilogue) and both bmms (strided batches,
-    # one of rows read with a step) on cuBLASLt, none on cuBLAS or the host.
-    assert counts == {"cublaslt": 6, "cublas": 0, "lt_matmuls": 6}
+    # Both mms, the three addmms (the row bias, also expanded over the rows, in its
+    # epilogue) and both bmms (strided batches, one of rows read with a step) on cuBLASLt,
+    # none on cuBLAS or the host: the expanded bias and the rows read with a step are taken
+    # in place (control: a copy through the host would count copies).
+    copies = counts.pop("copies")
+    assert counts == {"cublaslt": 7, "cublas": 0, "lt_matmuls": 7}
+    assert copies == {"addmm_expanded_bias": 0, "bmm_strided_row": 0}
 
 
 def test_legacy_cublas_layouts_match_numpy(
@@ -111,9 +115,10 @@ def test_legacy_cublas_layouts_match_numpy(
     for env in ({"SHIMKIT_CUBLASLT": "0"}, {"FAKE_CUBLASLT_REFUSE": "1"}):
         r = scenario(cuda_libs, fakes, "matmul", **env)
         counts = r.pop("gemm_counts")
+        assert counts.pop("copies") == {"addmm_expanded_bias": 0, "bmm_strided_row": 0}, env
         for case, diff in r.items():
             assert diff < 1e-5, (env, case)
-        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 6, 0), env
+        assert (counts["cublaslt"], counts["cublas"], counts["lt_matmuls"]) == (0, 7, 0), env
 
 
 def test_matmul_tf32_is_an_option_and_off_by_default(
@@ -126,7 +131,7 @@ def test_matmul_tf32_is_an_option_and_off_by_default(
     for env in ({}, {"FAKE_CUBLASLT_REFUSE": "1"}):
         r = scenario(cuda_libs, fakes, "matmul", SHIMKIT_MATMUL_TF32="1", **env)
         counts = r.pop("gemm_counts")
-        assert counts["cublaslt" if not env else "cublas"] == 6, env
+        assert counts["cublaslt" if not env else "cublas"] == 7, env
         for case, diff in r.items():
             assert 1e-4 < diff < 5e-2, (env, case, diff)
     # Half-precision data keeps float32 arithmetic: TF32 is for float32 data only.
