@@ -135,7 +135,8 @@ def export_program_on(
         model.to(device)
     return exported, [
         f"torch.export failed on {device} ({reason}); the program exported on the CPU was "
-        f"moved to {device} (torch.export.passes.move_to_device_pass)"
+        f"moved to {device} (torch.export.passes.move_to_device_pass; it may keep views "
+        f"laid out for the CPU's kernels: if compiling it fails, fix the {device} export)"
     ]
 
 
