@@ -9,7 +9,8 @@ leaves neither op (control: as exported they are there), and a wrong form (inclu
 ignored) fails the same comparison (control). Left alone: sum scatters (Inductor's own),
 integer tensors, masks over the size limit, dynamic sizes, and every call unless
 `in_math_form` is asked for the slim CUDA target. A rewritten program compiles and runs on
-the slim CPU runtime without the reductions' shims.
+the slim CPU runtime without the reductions' shims. Boolean scatters (a top-p mask put back
+in vocabulary order) done on bytes match torch exactly; other types keep their call.
 """
 
 from __future__ import annotations
@@ -196,3 +197,54 @@ def test_compiled_dense_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
     # Control: as exported, the blob calls the reductions' shims.
     plain = compile_and_run(exported, inputs, tmp_path / "plain.pt2")
     assert any(name.endswith("scatter_reduce_two_out") for name in plain.imports)
+
+
+class TopPMask(torch.nn.Module):
+    """Top-p filtering's mask: computed in sorted order, scattered back to the vocabulary."""
+
+    def forward(self, logits: Any, keep: Any) -> tuple[Any, Any]:
+        ordered, order = torch.sort(logits, descending=True, dim=-1)
+        remove = ordered.softmax(-1).cumsum(-1) > 0.8
+        mask = remove.scatter(-1, order, remove)
+        kept = keep.scatter(0, torch.tensor([4, 0, 4]), torch.tensor([True, False, True]))
+        # Not boolean: left as it is.
+        ranks = torch.zeros_like(order).scatter(-1, order, torch.arange(9).expand(3, 9))
+        return logits.masked_fill(mask, float("-inf")) * kept.any(), ranks
+
+
+def scatter_calls(program: Any) -> list[str]:
+    return calls_of(program, ("aten.scatter.src",))
+
+
+def test_boolean_scatters_on_bytes_match_torch() -> None:
+    from shimkit.aot.scatter import boolean_scatters_as_bytes
+
+    model = TopPMask()
+    inputs = (torch.randn(3, 9), torch.zeros(6, dtype=torch.bool))
+    exported = torch.export.export(model, inputs)
+    assert len(scatter_calls(exported)) == 3  # control: as exported
+    program, count = boolean_scatters_as_bytes(torch, exported)
+    assert count == 2 and len(scatter_calls(program)) == 3  # the byte scatters, the int one
+    dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes
+              if str(n.target) == "aten.scatter.src"]  # fmt: skip
+    assert sorted(dtypes) == ["torch.int64", "torch.uint8", "torch.uint8"]
+    for seed in range(4):
+        logits = torch.randn(3, 9, generator=torch.Generator().manual_seed(seed))
+        for got, want in zip(
+            program.module()(logits, inputs[1]), model(logits, inputs[1]), strict=True
+        ):
+            assert torch.equal(got, want)
+    same, notes = in_math_form_notes(exported, slim_cuda=False)
+    assert notes == [] and same is exported
+    _, notes = in_math_form_notes(exported, slim_cuda=True)
+    assert (
+        "2 scatter call(s) of boolean values compiled on bytes (Inductor generates them on "
+        "CUDA; it leaves boolean scatters to a fallback, which the slim CUDA shims would run "
+        "on the host)" in notes
+    )
+
+
+def in_math_form_notes(exported: Any, slim_cuda: bool) -> tuple[Any, list[str]]:
+    from shimkit.aot.compile import in_math_form
+
+    return in_math_form(torch, exported, False, False, slim_cuda=slim_cuda)

@@ -4,7 +4,8 @@ numpy has no bfloat16: the runtime hands such outputs back as ml_dtypes' bfloat1
 takes torch bfloat16 tensors (the same bits) or such arrays as inputs. A small bfloat16 model
 compiled by shimkit runs from either and matches eager; a float32 array for the bfloat16
 input is refused naming the file (control), and without ml_dtypes the one line says what to
-install.
+install. `shimkit run` takes bfloat16 arrays saved by numpy (raw 2-byte values) and saves its
+bfloat16 outputs the same way.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_without_ml_dtypes_the_error_says_what_to_install(monkeypatch: Any) -> N
 
 
 @pytest.mark.slow
-def test_a_bfloat16_model_runs_from_torch_tensors_and_arrays(tmp_path: Path) -> None:
+def test_a_bfloat16_model_runs_from_torch_tensors_and_arrays(tmp_path: Path, run_shimkit) -> None:
     torch = pytest.importorskip("torch")
     ml_dtypes = pytest.importorskip("ml_dtypes")
     import shimkit.runtime
@@ -61,3 +62,17 @@ def test_a_bfloat16_model_runs_from_torch_tensors_and_arrays(tmp_path: Path) -> 
     np.testing.assert_allclose(from_tensor.astype(np.float32), expected, atol=scale * 2**-6)
     np.testing.assert_array_equal(from_array.view(np.int16), from_tensor.view(np.int16))
     np.testing.assert_array_equal(again.view(np.int16), from_tensor.view(np.int16))
+    # From the command line: numpy saves a bfloat16 array as raw 2-byte values ('<V2'),
+    # which `shimkit run` takes as bfloat16 where the package expects it, and writes the
+    # outputs back the same way.
+    saved = tmp_path / "x.npy"
+    np.save(saved, as_array)
+    assert np.load(saved).dtype == np.dtype("V2")  # what a reader gets back
+    proc = run_shimkit(["run", str(out), "--input", str(saved), "--save-dir", str(tmp_path / "o")])
+    assert proc.returncode == 0, proc.stderr
+    assert "output 0: bfloat16 [4, 8]  min" in proc.stdout
+    written = np.load(tmp_path / "o" / "out0.npy")
+    np.testing.assert_array_equal(written.view(np.int16), from_tensor.view(np.int16))
+    # Control: the raw values as they load are refused by the Python API, naming the file.
+    with shimkit.runtime.load(out) as slim, pytest.raises(ShimkitError, match=r"bf16\.pt2"):
+        slim(np.load(saved))

@@ -56,11 +56,12 @@ from shimkit.aot.outputs import (
     recorded_output_shapes,
     run_output_shapes,
 )
+from shimkit.aot.polygamma import polygammas_in_series_form
 from shimkit.aot.pooling import pools_in_masked_form
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
-from shimkit.aot.scatter import scatter_reductions_in_dense_form
+from shimkit.aot.scatter import boolean_scatters_as_bytes, scatter_reductions_in_dense_form
 from shimkit.aot.selection import selection_in_sort_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
@@ -364,11 +365,12 @@ def in_math_form(
     the GPU: topk and kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts
     along a dim longer than Inductor's own, `.merge_sort`; sum, mean and max embedding bags,
     `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
-    amax/amin/prod/mean scatters, `.scatter`; the average and adaptive pools Inductor leaves to
-    fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor medians, `.median`),
-    and one note per kind rewritten, saying so. 3-D grid sampling, antialiased resizing, medians
-    along a dim, multinomial sampling, bincount, unique and norm-limited embedding lookups are
-    always rewritten where the installed torch has no C shim for them
+    amax/amin/prod/mean and boolean scatters, `.scatter`; the average and adaptive pools
+    Inductor leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
+    medians, `.median`; digamma and trigamma, `.polygamma`), and one note per kind rewritten,
+    saying so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial
+    sampling, bincount, unique and norm-limited embedding lookups are always rewritten where
+    the installed torch has no C shim for them
     (`shimkit.aot.grid_sample`, `.antialias`, `.median`, `.sampling`, `.counting`,
     `.embedding`), and so is fake quantization (`.fake_quantize`): their blobs could not load
     otherwise."""
@@ -420,6 +422,9 @@ def in_math_form(
         (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s)",
          "compiled as a bmm and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims "
          "would compute them on the host)"),
+        (slim_cuda, boolean_scatters_as_bytes, "scatter call(s) of boolean values",
+         "compiled on bytes (Inductor generates them on CUDA; it leaves boolean scatters to a "
+         "fallback, which the slim CUDA shims would run on the host)"),
         (slim_cuda, scatter_reductions_in_dense_form,
          "scatter_reduce/index_reduce call(s) (amax, amin, prod, mean)",
          "compiled as dense comparisons (Inductor generates the kernels on CUDA; the slim CUDA "
@@ -436,6 +441,9 @@ def in_math_form(
         (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s)",
          "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
+        (slim_cuda, polygammas_in_series_form, "digamma/polygamma call(s) (orders 0 and 1)",
+         "compiled in ATen's series form (Inductor generates it on CUDA; this torch has no C "
+         "shim for them)"),
         (slim, masks_in_integer_form, "boolean-mask or cross-device index call(s)",
          "compiled as integer indexing on the indexed tensor's device (a mask's nonzero "
          "positions; Inductor generates the gather; the slim shims have no general index)"),

@@ -7,12 +7,16 @@ import io
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from shimkit.config import load_config
 from shimkit.errors import ShimkitError
 from shimkit.fileio import write_atomically
+
+if TYPE_CHECKING:
+    from shimkit.runtime.blob import InputSpec
 
 HELP = (
     "run a prefixed AOTInductor blob (.pt2 or .so) on the slim CPU or CUDA runtime, "
@@ -85,6 +89,26 @@ def _read_input(path: Path) -> np.ndarray:
         raise ShimkitError(f"{path}: not a readable .npy file: {exc}") from None
 
 
+def _bfloat16_where_expected(
+    inputs: list[np.ndarray], specs: tuple[InputSpec, ...] | None
+) -> list[np.ndarray]:
+    """The inputs, with each 2-byte void array read where the package expects bfloat16 taken
+    as bfloat16: numpy has no such type, so np.save writes an ml_dtypes bfloat16 array
+    (as `--save-dir` writes one) as raw 2-byte values, and np.load reads them back so."""
+    if not specs:
+        return inputs
+    from shimkit.runtime.capi import numpy_dtype
+
+    bfloat16 = numpy_dtype("bfloat16")
+    expected = [spec.dtype for spec in specs] + [None] * len(inputs)
+    return [
+        x.view(bfloat16)
+        if dtype == "bfloat16" and x.dtype.kind == "V" and x.dtype.itemsize == 2
+        else x
+        for x, dtype in zip(inputs, expected[: len(inputs)], strict=True)
+    ]
+
+
 def _save_outputs(directory: Path, outputs: list[np.ndarray]) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -125,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             inputs = [np.zeros(s.shape, numpy_dtype(s.dtype)) for s in specs]  # type: ignore[arg-type]
         else:
             inputs = [_read_input(p) for p in args.input]
+            inputs = _bfloat16_where_expected(inputs, model.input_specs)
         outputs = model(*inputs)
         latency_us = None
         if args.repeat is not None:
@@ -150,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for i, out in enumerate(outputs):
         summary = ""
-        if out.size and out.dtype.kind in "fiub":
-            summary = f"  min {out.min():.6g}  max {out.max():.6g}"
+        if out.size and (out.dtype.kind in "fiub" or out.dtype.name == "bfloat16"):
+            summary = f"  min {float(out.min()):.6g}  max {float(out.max()):.6g}"
         print(f"output {i}: {out.dtype.name} {list(out.shape)}{summary}")
     if latency_us is not None:
         print(f"latency: {latency_us:.2f} us/call over {args.repeat} calls")
