@@ -31,6 +31,12 @@ def floating_input(node: Any) -> bool:
     return value is not None and value.is_floating_point()
 
 
+def float32_input(node: Any) -> bool:
+    """Whether a call's first argument, as traced, is a float32 tensor."""
+    value = node.args[0].meta.get("val")
+    return value is not None and str(value.dtype) == "torch.float32"
+
+
 def static_numel(shape: tuple[Any, ...] | None) -> int | None:
     """The element count of a shape whose sizes are all ints (None for a dynamic one)."""
     if shape is None or any(type(size) is not int for size in shape):

@@ -22,12 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from shimkit.aot.decompose import rewrite_calls
-
-
-def _float32_input(node: Any) -> bool:
-    value = node.args[0].meta.get("val")
-    return value is not None and str(value.dtype) == "torch.float32"
+from shimkit.aot.decompose import float32_input, rewrite_calls
 
 
 def _rounded_through(torch: ModuleType, x: Any, inverse: Any, zero_point: Any) -> Any:
@@ -82,11 +77,11 @@ def fake_quantize_in_math_form(torch: ModuleType, exported: Any) -> tuple[Any, i
     return rewrite_calls(
         exported,
         {
-            ops.fake_quantize_per_tensor_affine.default: (_per_tensor(torch), _float32_input),
+            ops.fake_quantize_per_tensor_affine.default: (_per_tensor(torch), float32_input),
             ops.fake_quantize_per_tensor_affine.tensor_qparams: (
                 _per_tensor_qparams(torch),
-                _float32_input,
+                float32_input,
             ),
-            ops.fake_quantize_per_channel_affine.default: (_per_channel(torch), _float32_input),
+            ops.fake_quantize_per_channel_affine.default: (_per_channel(torch), float32_input),
         },
     )
