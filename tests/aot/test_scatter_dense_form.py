@@ -10,7 +10,8 @@ ignored) fails the same comparison (control). Left alone: sum scatters (Inductor
 integer tensors, masks over the size limit, dynamic sizes, and every call unless
 `in_math_form` is asked for the slim CUDA target. A rewritten program compiles and runs on
 the slim CPU runtime without the reductions' shims. Boolean scatters (a top-p mask put back
-in vocabulary order) done on bytes match torch exactly; other types keep their call.
+in vocabulary order) done on bytes, and int64 scatters as positions and a gather (a sort's
+ranks), match torch exactly; an int64 source larger than its index keeps its call.
 """
 
 from __future__ import annotations
@@ -200,48 +201,90 @@ def test_compiled_dense_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
 
 
 class TopPMask(torch.nn.Module):
-    """Top-p filtering's mask: computed in sorted order, scattered back to the vocabulary."""
+    """Top-p filtering's mask, computed in sorted order and scattered back to the vocabulary,
+    and the ranks of the sort (its order scattered, int64)."""
 
-    def forward(self, logits: Any, keep: Any) -> tuple[Any, Any]:
+    def forward(self, logits: Any, keep: Any, index: Any) -> tuple[Any, ...]:
         ordered, order = torch.sort(logits, descending=True, dim=-1)
         remove = ordered.softmax(-1).cumsum(-1) > 0.8
         mask = remove.scatter(-1, order, remove)
         kept = keep.scatter(0, torch.tensor([4, 0, 4]), torch.tensor([True, False, True]))
-        # Not boolean: left as it is.
         ranks = torch.zeros_like(order).scatter(-1, order, torch.arange(9).expand(3, 9))
-        return logits.masked_fill(mask, float("-inf")) * kept.any(), ranks
+        # int64 with an index narrower than the input (rows 0..3 of 5): positions and a gather.
+        narrow = torch.full((5, 9), -7).scatter(0, index, order[:, :9] * 10)
+        # int64 from a source larger than the index: left as it is.
+        wide = torch.zeros(3, 9, dtype=torch.int64).scatter(1, order[:, :4], order * 100)
+        filtered = logits.masked_fill(mask, float("-inf")) * kept.any()
+        return filtered, ranks, narrow, wide
 
 
 def scatter_calls(program: Any) -> list[str]:
     return calls_of(program, ("aten.scatter.src",))
 
 
-def test_boolean_scatters_on_bytes_match_torch() -> None:
-    from shimkit.aot.scatter import boolean_scatters_as_bytes
+def top_p_inputs(seed: int) -> tuple[Any, Any, Any]:
+    generator = torch.Generator().manual_seed(seed)
+    index = torch.randperm(5, generator=generator)[:3].view(3, 1).expand(3, 9).contiguous()
+    return torch.randn(3, 9, generator=generator), torch.zeros(6, dtype=torch.bool), index
+
+
+def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
+    from shimkit.aot.scatter import plain_scatters_in_generated_form
 
     model = TopPMask()
-    inputs = (torch.randn(3, 9), torch.zeros(6, dtype=torch.bool))
-    exported = torch.export.export(model, inputs)
-    assert len(scatter_calls(exported)) == 3  # control: as exported
-    program, count = boolean_scatters_as_bytes(torch, exported)
-    assert count == 2 and len(scatter_calls(program)) == 3  # the byte scatters, the int one
+    exported = torch.export.export(model, top_p_inputs(0))
+    assert len(scatter_calls(exported)) == 5  # control: as exported
+    program, count = plain_scatters_in_generated_form(torch, exported)
+    assert count == 4 and len(scatter_calls(program)) == 5  # the rewritten ones, and `wide`
     dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes
               if str(n.target) == "aten.scatter.src"]  # fmt: skip
-    assert sorted(dtypes) == ["torch.int64", "torch.uint8", "torch.uint8"]
+    assert sorted(dtypes) == ["torch.int32", "torch.int32", "torch.int64"] + ["torch.uint8"] * 2
     for seed in range(4):
-        logits = torch.randn(3, 9, generator=torch.Generator().manual_seed(seed))
-        for got, want in zip(
-            program.module()(logits, inputs[1]), model(logits, inputs[1]), strict=True
-        ):
+        inputs = top_p_inputs(seed)
+        for got, want in zip(program.module()(*inputs), model(*inputs), strict=True):
             assert torch.equal(got, want)
     same, notes = in_math_form_notes(exported, slim_cuda=False)
     assert notes == [] and same is exported
     _, notes = in_math_form_notes(exported, slim_cuda=True)
     assert (
-        "2 scatter call(s) of boolean values compiled on bytes (Inductor generates them on "
-        "CUDA; it leaves boolean scatters to a fallback, which the slim CUDA shims would run "
-        "on the host)" in notes
+        "4 scatter call(s) of boolean or int64 values compiled as byte scatters or as a scatter "
+        "of positions and a gather (Inductor generates them on CUDA; it leaves such scatters to "
+        "a fallback, which the slim CUDA shims would run on the host)"
+    ) in notes
+
+
+class Collisions(torch.nn.Module):
+    def forward(self, index: Any, src: Any) -> Any:
+        return torch.zeros(2, 4, dtype=torch.int64).scatter(1, index, src)
+
+
+def test_int64_targets_several_sources_land_on_get_one_whole() -> None:
+    from shimkit.aot.scatter import plain_scatters_in_generated_form
+
+    index = torch.tensor([[0, 0, 2, 2], [1, 1, 1, 3]])
+    src = torch.tensor([[2**40 + 1, 5, -(2**50), 7], [11, 2**62, 13, -1]])
+    program, count = plain_scatters_in_generated_form(
+        torch, torch.export.export(Collisions(), (index, src))
     )
+    assert count == 1
+    got = program.module()(index, src)
+    assert got[0, 0].item() in (2**40 + 1, 5) and got[0, 2].item() in (-(2**50), 7)
+    assert got[1, 1].item() in (11, 2**62, 13) and got[1, 3].item() == -1
+    assert got[0, 1].item() == got[0, 3].item() == got[1, 0].item() == got[1, 2].item() == 0
+
+
+@pytest.mark.slow
+def test_compiled_plain_scatter_forms_run_on_the_slim_runtime(tmp_path: Path) -> None:
+    from shimkit.aot.scatter import plain_scatters_in_generated_form
+
+    from tests.aot.math_form_run import compile_and_run
+
+    model, inputs = TopPMask(), top_p_inputs(1)
+    program, count = plain_scatters_in_generated_form(torch, torch.export.export(model, inputs))
+    assert count == 4
+    run = compile_and_run(program, inputs, tmp_path / "top_p.pt2")
+    for got, want in zip(run.outputs, model(*inputs), strict=True):
+        assert torch.equal(torch.from_numpy(got), want)
 
 
 def in_math_form_notes(exported: Any, slim_cuda: bool) -> tuple[Any, list[str]]:

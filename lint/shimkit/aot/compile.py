@@ -61,7 +61,7 @@ from shimkit.aot.pooling import pools_in_masked_form
 from shimkit.aot.pt2 import read_blobs, read_wrapper_sources
 from shimkit.aot.rnn_cells import decompose_rnn_cells as rnn_cells_in_math_form
 from shimkit.aot.sampling import multinomial_in_math_form
-from shimkit.aot.scatter import boolean_scatters_as_bytes, scatter_reductions_in_dense_form
+from shimkit.aot.scatter import plain_scatters_in_generated_form, scatter_reductions_in_dense_form
 from shimkit.aot.selection import selection_in_sort_form
 from shimkit.aot.targets import DEFAULT_TARGET, Target, provided_names, target_named
 from shimkit.aot.torchenv import require_torch
@@ -365,7 +365,7 @@ def in_math_form(
     the GPU: topk and kthvalue along a static dim as a sort, `shimkit.aot.selection`; sorts
     along a dim longer than Inductor's own, `.merge_sort`; sum, mean and max embedding bags,
     `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
-    amax/amin/prod/mean and boolean scatters, `.scatter`; the average and adaptive pools
+    amax/amin/prod/mean, boolean and int64 scatters, `.scatter`; the average and adaptive pools
     Inductor leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
     medians, `.median`; digamma and trigamma, `.polygamma`), and one note per kind rewritten,
     saying so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial
@@ -422,9 +422,10 @@ def in_math_form(
         (slim_cuda, batched_products_in_bmm_form, "baddbmm/addbmm call(s)",
          "compiled as a bmm and a scaled sum (cuBLAS and Inductor on CUDA; the slim CUDA shims "
          "would compute them on the host)"),
-        (slim_cuda, boolean_scatters_as_bytes, "scatter call(s) of boolean values",
-         "compiled on bytes (Inductor generates them on CUDA; it leaves boolean scatters to a "
-         "fallback, which the slim CUDA shims would run on the host)"),
+        (slim_cuda, plain_scatters_in_generated_form, "scatter call(s) of boolean or int64 values",
+         "compiled as byte scatters or as a scatter of positions and a gather (Inductor "
+         "generates them on CUDA; it leaves such scatters to a fallback, which the slim CUDA "
+         "shims would run on the host)"),
         (slim_cuda, scatter_reductions_in_dense_form,
          "scatter_reduce/index_reduce call(s) (amax, amin, prod, mean)",
          "compiled as dense comparisons (Inductor generates the kernels on CUDA; the slim CUDA "
