@@ -209,7 +209,8 @@ class TopPMask(torch.nn.Module):
         remove = ordered.softmax(-1).cumsum(-1) > 0.8
         mask = remove.scatter(-1, order, remove)
         kept = keep.scatter(0, torch.tensor([4, 0, 4]), torch.tensor([True, False, True]))
-        ranks = torch.zeros_like(order).scatter(-1, order, torch.arange(9).expand(3, 9))
+        # In place, as export keeps it (aten.scatter_.src).
+        ranks = torch.zeros_like(order).scatter_(-1, order, torch.arange(9).expand(3, 9))
         # int64 with an index narrower than the input (rows 0..3 of 5): positions and a gather.
         narrow = torch.full((5, 9), -7).scatter(0, index, order[:, :9] * 10)
         # int64 from a source larger than the index: left as it is.
@@ -219,7 +220,7 @@ class TopPMask(torch.nn.Module):
 
 
 def scatter_calls(program: Any) -> list[str]:
-    return calls_of(program, ("aten.scatter.src",))
+    return calls_of(program, ("aten.scatter.src", "aten.scatter_.src"))
 
 
 def top_p_inputs(seed: int) -> tuple[Any, Any, Any]:
@@ -234,6 +235,7 @@ def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
     model = TopPMask()
     exported = torch.export.export(model, top_p_inputs(0))
     assert len(scatter_calls(exported)) == 5  # control: as exported
+    assert "aten.scatter_.src" in scatter_calls(exported)
     program, count = plain_scatters_in_generated_form(torch, exported)
     assert count == 4 and len(scatter_calls(program)) == 5  # the rewritten ones, and `wide`
     dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes

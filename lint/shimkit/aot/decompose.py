@@ -64,11 +64,19 @@ def _applicable_calls(exported: Any, checks: dict[Any, CallCheck]) -> list[Any]:
 
 
 def rewrite_calls(
-    exported: Any, forms: dict[Any, tuple[Decomposition, CallCheck]]
+    exported: Any,
+    forms: dict[Any, tuple[Decomposition, CallCheck]],
+    in_place: dict[Any, Any] | None = None,
 ) -> tuple[Any, int]:
     """(`exported` with every call that passes its op's check in the op's form, how many
-    calls that was). A program without such calls is returned as it was, untraced."""
-    calls = _applicable_calls(exported, {op: check for op, (_, check) in forms.items()})
+    calls that was). A program without such calls is returned as it was, untraced.
+    `in_place`: in-place variants of the forms' ops (export keeps `x.scatter_(...)` as
+    itself) mapped to their functional op; a call of one counts with that op's check, and
+    `run_decompositions`, which makes it functional first, gives it that op's form."""
+    checks = {op: check for op, (_, check) in forms.items()}
+    for variant, functional in (in_place or {}).items():
+        checks[variant] = checks[functional]
+    calls = _applicable_calls(exported, checks)
     if not calls:
         return exported, 0
     table = {op: decomposition for op, (decomposition, _) in forms.items()}

@@ -208,5 +208,6 @@ def plain_scatters_in_generated_form(torch: ModuleType, exported: Any) -> tuple[
     """(`exported` with every plain scatter of boolean values done on bytes, and every one of
     int64 values whose shapes allow it as a scatter of positions and a gather, how many
     calls were rewritten). For slim CUDA blobs only: on the CPU Inductor generates them."""
-    scatter = (_plain_scatter(torch), _fallback_scatter)
-    return rewrite_calls(exported, {torch.ops.aten.scatter.src: scatter})
+    aten = torch.ops.aten
+    forms = {aten.scatter.src: (_plain_scatter(torch), _fallback_scatter)}
+    return rewrite_calls(exported, forms, in_place={aten.scatter_.src: aten.scatter.src})
