@@ -99,10 +99,10 @@ def _bfloat16_where_expected(
         return inputs
     from shimkit.runtime.capi import numpy_dtype
 
-    bfloat16 = numpy_dtype("bfloat16")
+    # numpy_dtype only where such an input is met: it needs ml_dtypes, which is optional.
     expected = [spec.dtype for spec in specs] + [None] * len(inputs)
     return [
-        x.view(bfloat16)
+        x.view(numpy_dtype("bfloat16"))
         if dtype == "bfloat16" and x.dtype.kind == "V" and x.dtype.itemsize == 2
         else x
         for x, dtype in zip(inputs, expected[: len(inputs)], strict=True)
