@@ -11,7 +11,9 @@ integer tensors, masks over the size limit, dynamic sizes, and every call unless
 `in_math_form` is asked for the slim CUDA target. A rewritten program compiles and runs on
 the slim CPU runtime without the reductions' shims. Boolean scatters (a top-p mask put back
 in vocabulary order) done on bytes, and int64 scatters as positions and a gather (a sort's
-ranks), match torch exactly; an int64 source larger than its index keeps its call.
+ranks), match torch exactly, also from a source larger than the index; an int64 index
+narrower than the input along another dim keeps its call, and a call given by keyword is
+checked as one given by position.
 """
 
 from __future__ import annotations
@@ -213,10 +215,12 @@ class TopPMask(torch.nn.Module):
         ranks = torch.zeros_like(order).scatter_(-1, order, torch.arange(9).expand(3, 9))
         # int64 with an index narrower than the input (rows 0..3 of 5): positions and a gather.
         narrow = torch.full((5, 9), -7).scatter(0, index, order[:, :9] * 10)
-        # int64 from a source larger than the index: left as it is.
+        # int64 from a source larger than the index: ATen reads its first 4 columns.
         wide = torch.zeros(3, 9, dtype=torch.int64).scatter(1, order[:, :4], order * 100)
+        # int64 with an index narrower than the input along another dim: left as it is.
+        partial = torch.ones(4, 9, dtype=torch.int64).scatter(1, order[:, :4], order)
         filtered = logits.masked_fill(mask, float("-inf")) * kept.any()
-        return filtered, ranks, narrow, wide
+        return filtered, ranks, narrow, wide, partial
 
 
 def scatter_calls(program: Any) -> list[str]:
@@ -234,13 +238,13 @@ def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
 
     model = TopPMask()
     exported = torch.export.export(model, top_p_inputs(0))
-    assert len(scatter_calls(exported)) == 5  # control: as exported
+    assert len(scatter_calls(exported)) == 6  # control: as exported
     assert "aten.scatter_.src" in scatter_calls(exported)
     program, count = plain_scatters_in_generated_form(torch, exported)
-    assert count == 4 and len(scatter_calls(program)) == 5  # the rewritten ones, and `wide`
+    assert count == 5 and len(scatter_calls(program)) == 6  # the rewritten ones, and `partial`
     dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes
               if str(n.target) == "aten.scatter.src"]  # fmt: skip
-    assert sorted(dtypes) == ["torch.int32", "torch.int32", "torch.int64"] + ["torch.uint8"] * 2
+    assert sorted(dtypes) == ["torch.int32"] * 3 + ["torch.int64"] + ["torch.uint8"] * 2
     for seed in range(4):
         inputs = top_p_inputs(seed)
         for got, want in zip(program.module()(*inputs), model(*inputs), strict=True):
@@ -249,7 +253,7 @@ def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
     assert notes == [] and same is exported
     _, notes = in_math_form_notes(exported, slim_cuda=True)
     assert (
-        "4 scatter call(s) of boolean or int64 values compiled as byte scatters or as a scatter "
+        "5 scatter call(s) of boolean or int64 values compiled as byte scatters or as a scatter "
         "of positions and a gather (Inductor generates them on CUDA; it leaves such scatters to "
         "a fallback, which the slim CUDA shims would run on the host)"
     ) in notes
@@ -275,6 +279,25 @@ def test_int64_targets_several_sources_land_on_get_one_whole() -> None:
     assert got[0, 1].item() == got[0, 3].item() == got[1, 0].item() == got[1, 2].item() == 0
 
 
+def test_a_call_given_by_keyword_is_checked_as_one_given_by_position() -> None:
+    from types import SimpleNamespace
+
+    from shimkit.aot.scatter import _fallback_scatter
+
+    def traced(value: Any) -> Any:
+        return SimpleNamespace(meta={"val": value})
+
+    index = torch.zeros(2, 3, dtype=torch.int64)
+    wide, narrow = torch.zeros(2, 5, dtype=torch.int64), torch.zeros(1, 5, dtype=torch.int64)
+    for src in (wide, narrow):  # narrow: smaller than the index, not a valid form (control)
+        by_position = SimpleNamespace(args=(traced(wide), 1, traced(index), traced(src)), kwargs={})
+        by_keyword = SimpleNamespace(
+            args=(traced(wide),), kwargs={"dim": 1, "index": traced(index), "src": traced(src)}
+        )
+        assert _fallback_scatter(by_keyword) == _fallback_scatter(by_position) == (src is wide)
+    assert not _fallback_scatter(SimpleNamespace(args=(traced(wide), 1), kwargs={}))
+
+
 @pytest.mark.slow
 def test_compiled_plain_scatter_forms_run_on_the_slim_runtime(tmp_path: Path) -> None:
     from shimkit.aot.scatter import plain_scatters_in_generated_form
@@ -283,7 +306,7 @@ def test_compiled_plain_scatter_forms_run_on_the_slim_runtime(tmp_path: Path) ->
 
     model, inputs = TopPMask(), top_p_inputs(1)
     program, count = plain_scatters_in_generated_form(torch, torch.export.export(model, inputs))
-    assert count == 4
+    assert count == 5
     run = compile_and_run(program, inputs, tmp_path / "top_p.pt2")
     for got, want in zip(run.outputs, model(*inputs), strict=True):
         assert torch.equal(torch.from_numpy(got), want)

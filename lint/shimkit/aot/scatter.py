@@ -19,8 +19,9 @@ order; the ranks of a sort's order) is a fallback on CUDA too: Inductor counts b
 types its GPU atomics lack, though a plain scatter stores without them
 (`plain_scatters_in_generated_form`). Boolean values are scattered as bytes and read back as
 booleans. For int64 values compile scatters each source position (int32) and gathers the
-source at it, where the source has the index's shape and the index the input's but along the
-scattered dim (static shapes); other int64 scatters keep the fallback. A target several
+source at it, where the index has the input's shape but along the scattered dim and the
+source at least the index's (static shapes; ATen reads only the source's part the index
+covers, and so does the form); other int64 scatters keep the fallback. A target several
 sources land on gets one of them whole, as from ATen.
 """
 
@@ -156,11 +157,13 @@ def scatter_reductions_in_dense_form(torch: ModuleType, exported: Any) -> tuple[
 
 def _positions_cover(self_shape: Any, index_shape: Any, src_shape: Any, dim: int) -> bool:
     """Whether an int64 scatter can be a scatter of positions and a gather: static shapes,
-    the source the index's shape, and the index the input's but along `dim`."""
+    the source at least the index's shape, and the index the input's but along `dim`."""
     shapes = (self_shape, index_shape, src_shape)
     if any(shape is None or static_numel(shape) is None for shape in shapes):
         return False
-    if not self_shape or len(self_shape) != len(index_shape) or index_shape != src_shape:
+    if not self_shape or not len(self_shape) == len(index_shape) == len(src_shape):
+        return False
+    if any(i > s for i, s in zip(index_shape, src_shape, strict=True)):
         return False
     dim = dim % len(self_shape)
     pairs = enumerate(zip(self_shape, index_shape, strict=True))
@@ -177,6 +180,7 @@ def _plain_scatter(torch: ModuleType) -> Any:
         if not _positions_cover(tuple(input.shape), tuple(index.shape), tuple(src.shape), dim):
             return NotImplemented
         dim = dim % input.dim()
+        src = src[tuple(slice(0, n) for n in index.shape)]  # ATen reads only that much
         # Each target's source position (int32, which Inductor scatters itself; -1 where
         # none lands), then the source at that position: one whole value per target, also
         # where several land on it.
@@ -193,14 +197,16 @@ def _plain_scatter(torch: ModuleType) -> Any:
 
 
 def _fallback_scatter(node: Any) -> bool:
-    values = [node.args[i].meta.get("val") for i in (0, 2, 3)]
-    if any(value is None for value in values):
+    names = ("self", "dim", "index", "src")
+    given = [argument(node, position, name, None) for position, name in enumerate(names)]
+    tensors = [given[i].meta.get("val") if hasattr(given[i], "meta") else None for i in (0, 2, 3)]
+    if any(value is None for value in tensors) or not isinstance(given[1], int):
         return False
-    input, index, src = values
+    input, index, src = tensors
     if str(input.dtype) == str(src.dtype) == "torch.bool":
         return True
     return str(input.dtype) == str(src.dtype) == "torch.int64" and _positions_cover(
-        tuple(input.shape), tuple(index.shape), tuple(src.shape), int(node.args[1])
+        tuple(input.shape), tuple(index.shape), tuple(src.shape), given[1]
     )
 
 
