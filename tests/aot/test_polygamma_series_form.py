@@ -5,9 +5,10 @@ rewrites them for the slim CUDA target. Here, on the CPU (the form is device-neu
 against torch on the values where the series changes course (negative non-integers and
 integers, +-0, tiny, 10 exactly, large, +-inf, NaN), in float32, float64, float16 and from
 int64; each rewrite leaves no call of its op (control: as exported it is there); a form
-without the recurrence fails the same comparison (control); polygamma of order 2 keeps its
-call; nothing is rewritten unless `in_math_form` is asked for the slim CUDA target. The
-rewritten program compiles and runs on the slim CPU runtime.
+without the recurrence fails the same comparison (control); only a negative order (which ATen
+refuses) keeps its call (orders from 2 and torch.special.zeta: test_zeta_series_form.py);
+nothing is rewritten unless `in_math_form` is asked for the slim CUDA target. The rewritten
+program compiles and runs on the slim CPU runtime.
 """
 
 from __future__ import annotations
@@ -124,14 +125,13 @@ def test_without_the_recurrence_the_comparison_fails(monkeypatch: pytest.MonkeyP
         assert_matches(program.module()(x)[0], model(x)[0], 2e-6, 2e-6)
 
 
-class HigherOrder(torch.nn.Module):
-    def forward(self, x: Any) -> tuple[Any, Any]:
-        return torch.polygamma(2, x), torch.digamma(x)
+def test_only_a_negative_order_keeps_its_call() -> None:
+    from types import SimpleNamespace
 
+    from shimkit.aot.polygamma import _non_negative_order
 
-def test_orders_above_one_keep_their_call() -> None:
-    program, count = rewritten(HigherOrder(), values())
-    assert count == 1 and op_calls(program) == ["aten.polygamma.default"]
+    for order, rewritten_ in ((0, True), (1, True), (2, True), (9, True), (-1, False)):
+        assert _non_negative_order(SimpleNamespace(args=(order, None), kwargs={})) is rewritten_
 
 
 def test_only_for_the_slim_cuda_target() -> None:
@@ -142,7 +142,7 @@ def test_only_for_the_slim_cuda_target() -> None:
     assert notes == [] and len(op_calls(same)) == 6
     program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
     assert op_calls(program) == [] and notes == [
-        "6 digamma/polygamma call(s) (orders 0 and 1) compiled in ATen's series form (Inductor "
+        "6 digamma/polygamma/zeta call(s) compiled in ATen's series form (Inductor "
         "generates it on CUDA; this torch has no C shim for them)"
     ]
 

@@ -367,7 +367,7 @@ def in_math_form(
     `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
     amax/amin/prod/mean, boolean and int64 scatters, `.scatter`; the average and adaptive pools
     Inductor leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
-    medians, `.median`; digamma and trigamma, `.polygamma`), and one note per kind rewritten,
+    medians, `.median`; digamma, polygamma and zeta, `.polygamma`), and one note per kind rewritten,
     saying so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial
     sampling, bincount, unique and norm-limited embedding lookups are always rewritten where
     the installed torch has no C shim for them
@@ -442,7 +442,7 @@ def in_math_form(
         (slim_cuda, whole_medians_in_sort_form, "whole-tensor median/nanmedian call(s)",
          "compiled as a stable sort and a pick (Inductor generates the sort on CUDA; the slim "
          "CUDA shims would select on the host)"),
-        (slim_cuda, polygammas_in_series_form, "digamma/polygamma call(s) (orders 0 and 1)",
+        (slim_cuda, polygammas_in_series_form, "digamma/polygamma/zeta call(s)",
          "compiled in ATen's series form (Inductor generates it on CUDA; this torch has no C "
          "shim for them)"),
         (slim, masks_in_integer_form, "boolean-mask or cross-device index call(s)",

@@ -1,11 +1,11 @@
-"""Digamma and trigamma in their series form, for slim CUDA blobs.
+"""Digamma, polygamma and Hurwitz zeta in their series form, for slim CUDA blobs.
 
-Inductor generates `digamma` and `polygamma` on the CPU (its C++ prelude has them) but not
-in Triton: on CUDA it leaves them to libtorch's proxy executor, which no slim runtime has,
-so compile refused a model with `torch.digamma` (the entropy or KL divergence of a Beta,
-Gamma or Dirichlet distribution, for one) for the slim CUDA target. For that target compile
-writes `digamma` and `polygamma` of order 0 and 1 (and torch.special's `digamma`, `psi` and
-`polygamma`) in ATen's own series, elementwise ops Inductor fuses into one kernel:
+Inductor generates `digamma`, `polygamma` and `zeta` on the CPU (its C++ prelude has them)
+but not in Triton: on CUDA it leaves them to libtorch's proxy executor, which no slim runtime
+has, so compile refused a model with `torch.digamma` (the entropy or KL divergence of a
+Beta, Gamma or Dirichlet distribution, for one) for the slim CUDA target. For that target
+compile writes `digamma`, `polygamma` and `special.zeta` (and torch.special's `digamma`,
+`psi` and `polygamma`) in ATen's own series, elementwise ops Inductor fuses into one kernel:
 
 - digamma (ATen's `calc_digamma`): a negative x reflected to 1 - x with -pi / tan(pi * r)
   (r the fractional part of x), then the recurrence psi(x) = psi(x + 1) - 1 / x until x
@@ -14,11 +14,13 @@ writes `digamma` and `polygamma` of order 0 and 1 (and torch.special's `digamma`
   a negative integer NaN, as ATen gives them.
 - trigamma (ATen's `trigamma`): x below 1/2 reflected with pi^2 / sin^2(pi x), six steps of
   the recurrence, then its asymptotic series.
+- polygamma of order n >= 2 (ATen's `calc_polygamma`): (-1)^(n+1) n! zeta(n + 1, x), and
+  `special.zeta(x, q)`, with Hurwitz's zeta in ATen's series (`shimkit.aot.zeta`).
 
-Both run in float32 for float16, bfloat16 and float32 input and in float64 for float64, as
+All run in float32 for float16, bfloat16 and float32 input and in float64 for float64, as
 ATen's CUDA kernels do (tests/aot/test_polygamma_series_form.py: within a few float32 ulps
-of ATen). Integer input is taken as float32, as torch promotes it. Orders above 1 keep the
-call (compile names it for the slim CUDA target).
+of ATen; test_zeta_series_form.py). Integer input is taken as float32, as torch promotes it.
+A negative order keeps the call (ATen refuses it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import math
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import rewrite_calls
+from shimkit.aot.decompose import argument, rewrite_calls
+from shimkit.aot.zeta import hurwitz_zeta
 
 # ATen's calc_digamma: psi(10), and the asymptotic series' coefficients (highest power of
 # 1 / x^2 first, as its polevl takes them).
@@ -47,12 +50,18 @@ DIGAMMA_STEPS = 10
 TRIGAMMA_STEPS = 6
 
 
+def _dtypes(torch: ModuleType, result: Any) -> tuple[Any, Any]:
+    """(the type ATen computes in, the result's type) for a result of type `result` (an
+    integer type promoted to the default floating-point type, as torch does)."""
+    if not result.is_floating_point:
+        result = torch.get_default_dtype()
+    return (torch.float64 if result == torch.float64 else torch.float32), result
+
+
 def _computed_in(torch: ModuleType, x: Any) -> tuple[Any, Any]:
     """(x in the type ATen computes it in, the result's type)."""
-    if x.dtype == torch.float64:
-        return x, x.dtype
-    result = x.dtype if x.is_floating_point() else torch.get_default_dtype()
-    return x.to(torch.float32), result
+    computed, result = _dtypes(torch, x.dtype)
+    return x.to(computed), result
 
 
 def _digamma(torch: ModuleType, x: Any) -> Any:
@@ -103,27 +112,54 @@ def _digamma_form(torch: ModuleType) -> Any:
     return digamma
 
 
+def _higher_order(torch: ModuleType, n: int, x: Any) -> Any:
+    """ATen's calc_polygamma for n >= 2 (n! exactly, where ATen takes exp(lgamma(n + 1)))."""
+    sign = 1.0 if n % 2 else -1.0
+    return sign * float(math.factorial(n)) * hurwitz_zeta(torch, torch.full_like(x, n + 1), x)
+
+
 def _polygamma_form(torch: ModuleType) -> Any:
     def polygamma(n: int, x: Any) -> Any:
-        if n not in (0, 1):
+        if n < 0:
             return NotImplemented
         computed, result = _computed_in(torch, x)
-        series = _digamma if n == 0 else _trigamma
-        return series(torch, computed).to(result)
+        if n == 0:
+            return _digamma(torch, computed).to(result)
+        if n == 1:
+            return _trigamma(torch, computed).to(result)
+        return _higher_order(torch, n, computed).to(result)
 
     return polygamma
 
 
-def _low_order(node: Any) -> bool:
-    return node.args[0] in (0, 1)
+def _zeta_form(torch: ModuleType) -> Any:
+    def zeta(x: Any, q: Any) -> Any:
+        # The scalar overloads: the number takes the tensor's shape and ATen's type.
+        computed, result = _dtypes(torch, torch.result_type(x, q))
+        tensor = x if torch.is_tensor(x) else q
+        x, q = (
+            value.to(computed)
+            if torch.is_tensor(value)
+            else torch.full_like(tensor, value, dtype=computed)
+            for value in (x, q)
+        )
+        return hurwitz_zeta(torch, x, q).to(result)
+
+    return zeta
+
+
+def _non_negative_order(node: Any) -> bool:
+    order = argument(node, 0, "n", None)
+    return isinstance(order, int) and order >= 0
 
 
 def polygammas_in_series_form(torch: ModuleType, exported: Any) -> tuple[Any, int]:
-    """(`exported` with every digamma, and every polygamma of order 0 or 1, in its series
-    form, how many calls were rewritten)."""
+    """(`exported` with every digamma, polygamma of order >= 0 and special.zeta in its
+    series form, how many calls were rewritten)."""
     ops = torch.ops.aten
     digamma = (_digamma_form(torch), lambda node: True)
-    polygamma = (_polygamma_form(torch), _low_order)
+    polygamma = (_polygamma_form(torch), _non_negative_order)
+    zeta = (_zeta_form(torch), lambda node: True)
     # Export keeps torch.special's names as calls of their own.
     return rewrite_calls(
         exported,
@@ -133,5 +169,8 @@ def polygammas_in_series_form(torch: ModuleType, exported: Any) -> tuple[Any, in
             ops.special_psi.default: digamma,
             ops.polygamma.default: polygamma,
             ops.special_polygamma.default: polygamma,
+            ops.special_zeta.default: zeta,
+            ops.special_zeta.self_scalar: zeta,
+            ops.special_zeta.other_scalar: zeta,
         },
     )
