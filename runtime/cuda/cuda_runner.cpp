@@ -239,7 +239,7 @@ std::string replaying_status(const shimkit_cuda_model& m) {
 
 // Launches the captured graph; the outputs alias its output buffers.
 int launch(shimkit_cuda_model* m, Handles* outs) {
-  if (shimkit_cuda_graph_launch(m->exec, m->stream) != 0) {
+  if (shimkit_cuda_graph_launch(m->exec, m->pool, m->stream) != 0) {
     return fail(SHIMKIT_E_RUN, "graph launch: " + shim_error());
   }
   return aliases(m->static_out, outs);

@@ -165,8 +165,8 @@ SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out,
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p,
                                                              AtenTensorHandle* ret0);
 // A CUDA program's seeds for its random ops: drawn on the host from the CPU
-// shims' generator (shimkit_shim_manual_seed), copied in; a host step of a
-// CUDA graph, so each replay draws anew.
+// shims' generator (shimkit_shim_manual_seed), copied in; in a CUDA graph,
+// drawn anew by each launch and copied in ahead of the graph (no host step).
 SHIMKIT_EXPORT AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low,
                                                               int64_t high, const int64_t* size,
                                                               int64_t size_len_);
@@ -211,7 +211,8 @@ SHIMKIT_EXPORT void shimkit_cuda_gemm_counts(int64_t* on_cublaslt, int64_t* on_c
 // Streams and CUDA graphs for hosts (shims/cuda/cuda_graph.cpp): a
 // non-blocking stream on a device; capturing a stream (relaxed mode) with a
 // private allocation pool whose id goes to *pool; ending the capture into an
-// executable graph (the pool stays reserved for it); replaying it; how many
+// executable graph (the pool stays reserved for it); replaying it (the pool
+// names the capture whose random seeds the launch draws anew first); how many
 // host steps (host fallbacks, host_fallback.h) the graph runs, and their ops
 // ("topk, histc" into `buffer`, NUL-terminated and cut to `size`; the full
 // length is returned, as snprintf does); checking,
@@ -223,7 +224,7 @@ SHIMKIT_EXPORT AOTITorchError shimkit_cuda_stream_destroy(void* stream);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_stream_synchronize(void* stream);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_begin(void* stream, uint64_t* pool);
 SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_end(void* stream, void** exec);
-SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream);
+SHIMKIT_EXPORT AOTITorchError shimkit_cuda_graph_launch(void* exec, uint64_t pool, void* stream);
 SHIMKIT_EXPORT int64_t shimkit_cuda_graph_host_steps(uint64_t pool);
 SHIMKIT_EXPORT int64_t shimkit_cuda_graph_host_step_names(uint64_t pool, char* buffer,
                                                           int64_t size);

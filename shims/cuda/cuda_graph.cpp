@@ -78,10 +78,12 @@ AOTITorchError shimkit_cuda_graph_end(void* stream, void** exec) {
   });
 }
 
-AOTITorchError shimkit_cuda_graph_launch(void* exec, void* stream) {
+AOTITorchError shimkit_cuda_graph_launch(void* exec, uint64_t pool, void* stream) {
   return SHIMKIT_GUARD({
     if (exec == nullptr) throw ShimError("null graph");
-    cu::check(graph_runtime().graph_launch(exec, stream), "cudaGraphLaunch");
+    const cu::Runtime& rt = graph_runtime();
+    cu::draw_for_launch(pool, stream);
+    cu::check(rt.graph_launch(exec, stream), "cudaGraphLaunch");
   });
 }
 

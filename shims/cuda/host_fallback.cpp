@@ -14,11 +14,21 @@ namespace {
 
 struct CapturedHostStep;
 
+// A value a graph's launches draw on the host (drawn_before_each_replay): the
+// op that draws it, and the device buffer the graph copies it from.
+struct ReplayDraw {
+  std::string what;
+  HostIntoOp op;
+  SlimTensor device_buffer;
+};
+
 // Per capture pool (the graph's identity): the host steps its replays run,
-// and the first failure one reported. Kept until the graph is freed.
+// the first failure one reported, and what its launches draw. Kept until the
+// graph is freed.
 struct ReplayState {
   std::vector<std::shared_ptr<CapturedHostStep>> steps;
   std::string error;
+  std::vector<std::shared_ptr<ReplayDraw>> draws;
 };
 
 class ReplayStates {
@@ -26,6 +36,15 @@ class ReplayStates {
   void keep(uint64_t pool, std::shared_ptr<CapturedHostStep> step) {
     std::lock_guard<std::mutex> lock(mutex_);
     states_[pool].steps.push_back(std::move(step));
+  }
+  void keep_draw(uint64_t pool, std::shared_ptr<ReplayDraw> draw) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    states_[pool].draws.push_back(std::move(draw));
+  }
+  std::vector<std::shared_ptr<ReplayDraw>> draws(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = states_.find(pool);
+    return it == states_.end() ? std::vector<std::shared_ptr<ReplayDraw>>() : it->second.draws;
   }
   size_t count(uint64_t pool) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -299,6 +318,39 @@ void results_on_host(const char* what, const std::vector<AtenTensorHandle*>& ret
   std::vector<SlimTensor> device_results;
   for (size_t i = 0; i < rets.size(); ++i) device_results.push_back(upload(out[i], device_index));
   for (size_t i = 0; i < rets.size(); ++i) *rets[i] = to_handle(std::move(device_results[i]));
+}
+
+void drawn_before_each_replay(const char* what, AtenTensorHandle out, HostIntoOp op) {
+  if (!capturing()) {
+    on_host_into(what, out, {}, std::move(op));
+    return;
+  }
+  const int32_t device_index = cuda_device_of(out, what);
+  const SlimTensor& o = as_tensor(out);
+  auto draw = std::make_shared<ReplayDraw>();
+  draw->what = what;
+  draw->op = std::move(op);
+  // From the capture's pool: the block stays the graph's until it is freed.
+  draw->device_buffer = SlimTensor::empty(o.sizes().data(), o.strides().data(), o.dim(), o.dtype(),
+                                          device::kCUDA, device_index);
+  memcpy_any(o.data_ptr(), draw->device_buffer.data_ptr(), span_bytes(o), device_index, false);
+  replay_states().keep_draw(current_pool(), std::move(draw));
+}
+
+void draw_for_launch(uint64_t pool, Stream stream) {
+  const Runtime& rt = require_runtime();
+  for (const std::shared_ptr<ReplayDraw>& draw : replay_states().draws(pool)) {
+    const SlimTensor& buffer = draw->device_buffer;
+    SlimTensor drawn = host_view_of(buffer, Storage::allocate(span_bytes(buffer)));
+    if (draw->op(borrow_handle(drawn), {}) != AOTI_TORCH_SUCCESS) {
+      throw ShimError(draw->what + ": " + shimkit_shim_last_error());
+    }
+    // From pageable memory: the copy has taken the bytes when it returns, and
+    // it follows the stream's earlier work, a replay still reading the buffer.
+    check(rt.memcpy_async(buffer.data_ptr(), drawn.data_ptr(), span_bytes(buffer), kMemcpyDefault,
+                          stream),
+          "cudaMemcpyAsync");
+  }
 }
 
 void on_host_into(const char* what, AtenTensorHandle out, const HostInputs& inputs, HostIntoOp op) {

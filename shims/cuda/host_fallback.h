@@ -50,6 +50,17 @@ void results_on_host(const char* what, const std::vector<AtenTensorHandle*>& ret
 // back into `out`, a CUDA tensor.
 void on_host_into(const char* what, AtenTensorHandle out, const HostInputs& inputs, HostIntoOp op);
 
+// An op that reads no device input, only host state (random draws from the
+// CPU shims' generator), run by `op` into a host copy of `out`. Eagerly it is
+// on_host_into. Under capture it is no host step: the graph copies into `out`
+// from a device buffer of its own, which each launch fills first with a new
+// draw (draw_for_launch), so replays draw anew without a host function.
+void drawn_before_each_replay(const char* what, AtenTensorHandle out, HostIntoOp op);
+// Draws anew what the graph captured into `pool` copies in
+// (drawn_before_each_replay), into its buffers, by copies ordered on `stream`
+// before the launch that follows; called by every launch.
+void draw_for_launch(uint64_t pool, Stream stream);
+
 // The CUDA device `h`'s tensor lives on; throws naming `what` if it is not on one.
 int32_t cuda_device_of(AtenTensorHandle h, const char* what);
 

@@ -401,7 +401,7 @@ AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low
                                                const int64_t* size, int64_t size_len_) {
   return SHIMKIT_CUDA_GUARD({
     const OwnedInts sizes(size, size_len_);
-    cu::on_host_into("randint", out, {}, [=](AtenTensorHandle host_out, const HostInputs&) {
+    cu::drawn_before_each_replay("randint", out, [=](AtenTensorHandle host_out, const HostInputs&) {
       return aoti_torch_cpu_randint_low_out(host_out, low, high, sizes.data(), sizes.size());
     });
   });

@@ -342,7 +342,7 @@ def graph_pools(s: Shims) -> dict[str, Any]:
     after = s.empty((64,), None, 0)  # outside: never the graph's block
     r["outside_took_graph_block"] = data_ptr(s, after) == in_ptr
     s.call("aoti_torch_delete_tensor_object", after)
-    assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+    assert lib.shimkit_cuda_graph_launch(exec_, pool, stream) == 0, s.error()
     r["launches"] = graph_counter("launches")
     frees = counter("free")
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
@@ -438,7 +438,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     r["replays_ok"] = []
     for idx in ([1, 3], [0, 0]):  # new values each time, and a repeated index
         v = inputs(np.array(idx, dtype=np.int64))
-        assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+        assert lib.shimkit_cuda_graph_launch(exec_, pool, stream) == 0, s.error()
         assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
         r["replays_ok"].append(lib.shimkit_cuda_graph_check(pool) == 0)
         want_idx = np.argsort(-v["x"], axis=1, kind="stable")[:, :2]
@@ -452,7 +452,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
             and bool(np.array_equal(s.numpy(reduced), want_table))
         )
     inputs(np.array([1, 9], dtype=np.int64))  # row 9 of 4: the CPU op refuses it
-    assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+    assert lib.shimkit_cuda_graph_launch(exec_, pool, stream) == 0, s.error()
     assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
     r["bad_index_check"] = s.error() if lib.shimkit_cuda_graph_check(pool) != 0 else "passed"
     r["check_after_report"] = lib.shimkit_cuda_graph_check(pool) == 0  # reported once
@@ -489,6 +489,58 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
         s.error() if lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) != 0 else "ended"
     )
     lib.shimkit_cuda_graph_free(exec_, pool, stream)
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    return r
+
+
+def captured_random_draws(s: Shims) -> dict[str, Any]:
+    """A program's seeds (randint) under a capture are no host step: each launch draws them
+    anew and copies them in ahead of the graph, in the generator's order, so after the same
+    seed the replays give the eager draws, one launch each. Launching with another pool
+    draws nothing for it (control)."""
+    lib = s.lib
+    r: dict[str, Any] = {}
+    stream = ctypes.c_void_p()
+    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    lo, hi, sizes = I64(-(2**63)), I64(2**63 - 1), (I64 * 1)(8)
+
+    def draw_into(h: Any) -> None:
+        s.call("aoti_torch_cuda_randint_low_out", h, lo, hi, sizes, I64(1))
+
+    seeds = s.empty((8,), None, 0, I64_CODE)
+    lib.shimkit_shim_manual_seed(ctypes.c_uint64(5))
+    eager = []
+    for _ in range(3):
+        draw_into(seeds)
+        eager.append(s.numpy(seeds, np.int64, I64_CODE).tolist())
+    host_fns = counter("host_fns")
+    pool = ctypes.c_uint64()
+    assert lib.shimkit_cuda_graph_begin(stream, ctypes.byref(pool)) == 0, s.error()
+    captured = s.empty((8,), None, 0, I64_CODE)
+    draw_into(captured)
+    exec_ = ctypes.c_void_p()
+    assert lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) == 0, s.error()
+    lib.shimkit_cuda_graph_host_steps.restype = ctypes.c_int64
+    r["host_steps"] = lib.shimkit_cuda_graph_host_steps(pool)
+    lib.shimkit_shim_manual_seed(ctypes.c_uint64(5))
+    replays = []
+    for _ in range(3):
+        assert lib.shimkit_cuda_graph_launch(exec_, pool, stream) == 0, s.error()
+        assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
+        replays.append(s.numpy(captured, np.int64, I64_CODE).tolist())
+    r["host_fns"] = counter("host_fns") - host_fns
+    r["replays_are_the_eager_draws"] = replays == eager
+    r["distinct_replays"] = len({tuple(draw) for draw in replays})
+    # Control: a launch that names another pool copies no new draw in.
+    other = ctypes.c_uint64(pool.value + 1000)
+    assert lib.shimkit_cuda_graph_launch(exec_, other, stream) == 0, s.error()
+    assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
+    r["other_pool_repeats"] = s.numpy(captured, np.int64, I64_CODE).tolist() == replays[-1]
+    assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
+    r["live_execs"] = graph_counter("execs")
     s.call("aoti_torch_delete_cuda_stream_guard", guard)
     assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
     return r
@@ -924,7 +976,7 @@ def captured_device_work(s: Shims) -> dict[str, Any]:
     r["launches"] = []
     for _ in range(3):
         v = new_inputs()
-        assert lib.shimkit_cuda_graph_launch(exec_, stream) == 0, s.error()
+        assert lib.shimkit_cuda_graph_launch(exec_, pool, stream) == 0, s.error()
         assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
         r["launches"].append(worst(v, conv, up))
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
@@ -951,6 +1003,7 @@ SCENARIOS = {
     "autotune": autotune,
     "graph_pools": graph_pools,
     "captured_host_steps": captured_host_steps,
+    "captured_random_draws": captured_random_draws,
     "captured_device_work": captured_device_work,
     "fallbacks": fallbacks,
     "conv": conv,

@@ -242,6 +242,17 @@ def test_host_fallbacks_are_captured_as_host_steps(
     assert "cudaStreamEndCapture" in r["end_after_sync"]
 
 
+def test_random_draws_are_drawn_by_each_launch_not_a_host_step(
+    cuda_libs: dict[str, Path], fakes: dict[str, Path]
+) -> None:
+    r = scenario(cuda_libs, fakes, "captured_random_draws")
+    assert r["host_steps"] == 0 and r["host_fns"] == 0
+    # Each launch draws anew, in the generator's order: the eager draws after the same seed.
+    assert r["replays_are_the_eager_draws"] and r["distinct_replays"] == 3
+    assert r["other_pool_repeats"]  # control: a launch for another pool draws nothing
+    assert r["live_execs"] == 0
+
+
 def test_device_work_is_captured_and_replayed_on_new_inputs(
     cuda_libs: dict[str, Path], fakes: dict[str, Path]
 ) -> None:
@@ -465,7 +476,8 @@ def test_conv_falls_back_to_the_host_when_cudnn_refuses_or_is_absent(
 
 SANITIZED_SCENARIOS = (
     "basics", "caching", "matmul", "matmul_half", "blas_binding", "fallbacks", "conv",
-    "conv_calls", "graph_pools", "captured_host_steps", "captured_device_work",
+    "conv_calls", "graph_pools", "captured_host_steps", "captured_random_draws",
+    "captured_device_work",
 )  # fmt: skip
 
 
