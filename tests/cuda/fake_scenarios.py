@@ -312,15 +312,26 @@ def data_ptr(s: Shims, h: Any) -> int:
     return int(p.value or 0)
 
 
+def open_guarded_stream(s: Shims) -> tuple[Any, Any]:
+    """A new stream on device 0 and a guard making it the current stream."""
+    stream = ctypes.c_void_p()
+    assert s.lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
+    guard = ctypes.c_void_p()
+    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    return stream, guard
+
+
+def close_guarded_stream(s: Shims, stream: Any, guard: Any) -> None:
+    s.call("aoti_torch_delete_cuda_stream_guard", guard)
+    assert s.lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+
+
 def graph_pools(s: Shims) -> dict[str, Any]:
     """A capture's allocations come from a private pool: freed inside the capture, a block is
     reused only by that capture, never outside it, until the graph is freed."""
     lib = s.lib
     r: dict[str, Any] = {}
-    stream = ctypes.c_void_p()
-    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
-    guard = ctypes.c_void_p()
-    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    stream, guard = open_guarded_stream(s)
     # Control: outside any capture a freed block comes straight back.
     a = s.empty((64,), None, 0)
     first = data_ptr(s, a)
@@ -348,8 +359,7 @@ def graph_pools(s: Shims) -> dict[str, Any]:
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
     r["pool_blocks_freed"] = counter("free") - frees
     r["live_execs"] = graph_counter("execs")
-    s.call("aoti_torch_delete_cuda_stream_guard", guard)
-    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    close_guarded_stream(s, stream, guard)
     r["live_streams"] = graph_counter("streams")
     return r
 
@@ -365,10 +375,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
     lib = s.lib
     r: dict[str, Any] = {}
     rng = np.random.default_rng(11)
-    stream = ctypes.c_void_p()
-    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
-    guard = ctypes.c_void_p()
-    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    stream, guard = open_guarded_stream(s)
     x = s.empty((4, 6), None, 0)
     a = s.empty((3, 5), None, 0, F64_CODE)
     b = s.empty((5, 2), None, 0, F64_CODE)
@@ -489,8 +496,7 @@ def captured_host_steps(s: Shims) -> dict[str, Any]:
         s.error() if lib.shimkit_cuda_graph_end(stream, ctypes.byref(exec_)) != 0 else "ended"
     )
     lib.shimkit_cuda_graph_free(exec_, pool, stream)
-    s.call("aoti_torch_delete_cuda_stream_guard", guard)
-    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    close_guarded_stream(s, stream, guard)
     return r
 
 
@@ -501,10 +507,7 @@ def captured_random_draws(s: Shims) -> dict[str, Any]:
     draws nothing for it (control)."""
     lib = s.lib
     r: dict[str, Any] = {}
-    stream = ctypes.c_void_p()
-    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
-    guard = ctypes.c_void_p()
-    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    stream, guard = open_guarded_stream(s)
     lo, hi, sizes = I64(-(2**63)), I64(2**63 - 1), (I64 * 1)(8)
 
     def draw_into(h: Any) -> None:
@@ -541,8 +544,7 @@ def captured_random_draws(s: Shims) -> dict[str, Any]:
     r["other_pool_repeats"] = s.numpy(captured, np.int64, I64_CODE).tolist() == replays[-1]
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
     r["live_execs"] = graph_counter("execs")
-    s.call("aoti_torch_delete_cuda_stream_guard", guard)
-    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    close_guarded_stream(s, stream, guard)
     return r
 
 
@@ -921,10 +923,7 @@ def captured_device_work(s: Shims) -> dict[str, Any]:
     the largest difference from float64 numpy over the four results."""
     lib = s.lib
     rng = np.random.default_rng(12)
-    stream = ctypes.c_void_p()
-    assert lib.shimkit_cuda_stream_create(I32(0), ctypes.byref(stream)) == 0, s.error()
-    guard = ctypes.c_void_p()
-    s.call("aoti_torch_create_cuda_stream_guard", stream, I32(0), ctypes.byref(guard))
+    stream, guard = open_guarded_stream(s)
     shapes = {"x": (5, 7), "w": (7, 3), "bias": (3,), "a": (4, 5, 6), "b": (4, 6, 2),
               "image": (2, 3, 6, 6), "kernel": (4, 3, 3, 3), "conv_bias": (4,),
               "up_kernel": (3, 2, 3, 3)}  # fmt: skip
@@ -980,8 +979,7 @@ def captured_device_work(s: Shims) -> dict[str, Any]:
         assert lib.shimkit_cuda_stream_synchronize(stream) == 0, s.error()
         r["launches"].append(worst(v, conv, up))
     assert lib.shimkit_cuda_graph_free(exec_, pool, stream) == 0, s.error()
-    s.call("aoti_torch_delete_cuda_stream_guard", guard)
-    assert lib.shimkit_cuda_stream_destroy(stream) == 0, s.error()
+    close_guarded_stream(s, stream, guard)
     return r
 
 
