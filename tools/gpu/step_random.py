@@ -6,8 +6,9 @@ which compile rewrites with the Gumbel-max trick) are exported on CUDA, compiled
 CUDA-graph replay. The draws cannot equal torch's; they are checked for what they must be:
 randn's mean and standard deviation, rand's range, the sampler's frequencies against its
 probabilities (category of probability 0 never drawn), a new draw every run (also every
-replay: the seeds are a host step), and the same draws after the same
-`shimkit.runtime.manual_seed(seed, device="cuda")` (control: another seed gives others).
+replay: each launch draws the seeds anew), and the same draws after the same
+`shimkit.runtime.manual_seed(seed, device="cuda")` (control: another seed gives others);
+then the median time of a run, eager and replayed (each run synchronised).
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_random.py OUT_JSON WORK_DIR
 """
@@ -67,10 +68,27 @@ def checks(run: Any, inputs: tuple[Any, ...], describe: Any) -> dict[str, object
     other = [np.asarray(o) for o in run(*inputs)]
     return {
         **describe(first),
+        "median_us": median_run_us(run, inputs),
         "new_draw_every_run": not equal(first, second),
         "same_seed_same_draws": equal(seeded, again),
         "other_seed_other_draws": not equal(seeded, other),
     }
+
+
+def median_run_us(run: Any, inputs: tuple[Any, ...], runs: int = 200) -> float:
+    """The median wall time of one run, synchronised after each (after 20 warm-up runs)."""
+    import time
+
+    import torch
+
+    times = []
+    for i in range(runs + 20):
+        start = time.perf_counter()
+        run(*inputs)
+        torch.cuda.synchronize()
+        if i >= 20:
+            times.append(time.perf_counter() - start)
+    return round(float(np.median(times)) * 1e6, 1)
 
 
 def equal(left: list[np.ndarray], right: list[np.ndarray]) -> bool:
