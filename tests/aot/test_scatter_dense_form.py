@@ -11,9 +11,9 @@ integer tensors, masks over the size limit, dynamic sizes, and every call unless
 `in_math_form` is asked for the slim CUDA target. A rewritten program compiles and runs on
 the slim CPU runtime without the reductions' shims. Boolean scatters (a top-p mask put back
 in vocabulary order) done on bytes, and int64 scatters as positions and a gather (a sort's
-ranks), match torch exactly, also from a source larger than the index; an int64 index
-narrower than the input along another dim keeps its call, and a call given by keyword is
-checked as one given by position.
+ranks), match torch exactly, also from a source larger than the index and with an index
+narrower than the input along another dim; int64 scatters of dynamic shapes keep their
+call, and a call given by keyword is checked as one given by position.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ class TopPMask(torch.nn.Module):
         narrow = torch.full((5, 9), -7).scatter(0, index, order[:, :9] * 10)
         # int64 from a source larger than the index: ATen reads its first 4 columns.
         wide = torch.zeros(3, 9, dtype=torch.int64).scatter(1, order[:, :4], order * 100)
-        # int64 with an index narrower than the input along another dim: left as it is.
+        # int64 with an index narrower than the input along another dim: row 3 stays 1.
         partial = torch.ones(4, 9, dtype=torch.int64).scatter(1, order[:, :4], order)
         filtered = logits.masked_fill(mask, float("-inf")) * kept.any()
         return filtered, ranks, narrow, wide, partial
@@ -241,10 +241,10 @@ def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
     assert len(scatter_calls(exported)) == 6  # control: as exported
     assert "aten.scatter_.src" in scatter_calls(exported)
     program, count = plain_scatters_in_generated_form(torch, exported)
-    assert count == 5 and len(scatter_calls(program)) == 6  # the rewritten ones, and `partial`
+    assert count == 6 and len(scatter_calls(program)) == 6  # each rewritten one scatters once
     dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes
               if str(n.target) == "aten.scatter.src"]  # fmt: skip
-    assert sorted(dtypes) == ["torch.int32"] * 3 + ["torch.int64"] + ["torch.uint8"] * 2
+    assert sorted(dtypes) == ["torch.int32"] * 4 + ["torch.uint8"] * 2
     for seed in range(4):
         inputs = top_p_inputs(seed)
         for got, want in zip(program.module()(*inputs), model(*inputs), strict=True):
@@ -253,7 +253,7 @@ def test_plain_scatters_of_booleans_and_int64_match_torch() -> None:
     assert notes == [] and same is exported
     _, notes = in_math_form_notes(exported, slim_cuda=True)
     assert (
-        "5 scatter call(s) of boolean or int64 values compiled as byte scatters or as a scatter "
+        "6 scatter call(s) of boolean or int64 values compiled as byte scatters or as a scatter "
         "of positions and a gather (Inductor generates them on CUDA; it leaves such scatters to "
         "a fallback, which the slim CUDA shims would run on the host)"
     ) in notes
@@ -277,6 +277,19 @@ def test_int64_targets_several_sources_land_on_get_one_whole() -> None:
     assert got[0, 0].item() in (2**40 + 1, 5) and got[0, 2].item() in (-(2**50), 7)
     assert got[1, 1].item() in (11, 2**62, 13) and got[1, 3].item() == -1
     assert got[0, 1].item() == got[0, 3].item() == got[1, 0].item() == got[1, 2].item() == 0
+
+
+def test_int64_scatters_of_dynamic_shapes_keep_their_call() -> None:
+    from shimkit.aot.scatter import plain_scatters_in_generated_form
+
+    index, src = torch.tensor([[0, 0, 2, 2], [1, 1, 1, 3]]), torch.arange(8).view(2, 4)
+    batch = torch.export.Dim("batch", min=2, max=64)
+    dynamic = torch.export.export(
+        Collisions(), (index, src), dynamic_shapes=({1: batch}, {1: batch})
+    )
+    assert plain_scatters_in_generated_form(torch, dynamic)[1] == 0
+    static = torch.export.export(Collisions(), (index, src))
+    assert plain_scatters_in_generated_form(torch, static)[1] == 1  # control
 
 
 def test_a_call_given_by_keyword_is_checked_as_one_given_by_position() -> None:
@@ -306,7 +319,7 @@ def test_compiled_plain_scatter_forms_run_on_the_slim_runtime(tmp_path: Path) ->
 
     model, inputs = TopPMask(), top_p_inputs(1)
     program, count = plain_scatters_in_generated_form(torch, torch.export.export(model, inputs))
-    assert count == 5
+    assert count == 6
     run = compile_and_run(program, inputs, tmp_path / "top_p.pt2")
     for got, want in zip(run.outputs, model(*inputs), strict=True):
         assert torch.equal(torch.from_numpy(got), want)

@@ -19,9 +19,9 @@ order; the ranks of a sort's order) is a fallback on CUDA too: Inductor counts b
 types its GPU atomics lack, though a plain scatter stores without them
 (`plain_scatters_in_generated_form`). Boolean values are scattered as bytes and read back as
 booleans. For int64 values compile scatters each source position (int32) and gathers the
-source at it, where the index has the input's shape but along the scattered dim and the
-source at least the index's (static shapes; ATen reads only the source's part the index
-covers, and so does the form); other int64 scatters keep the fallback. A target several
+source at it, over the input's region the index reaches (ATen reads only the source's part
+the index covers, and so does the form; the rest of the input stays as it is), where the
+shapes are static; int64 scatters of dynamic shapes keep the fallback. A target several
 sources land on gets one of them whole, as from ATen.
 """
 
@@ -85,13 +85,18 @@ def _dense_scatter_reduce(
     elif include_self:
         reduced = reduced * current
     combined = torch.where(count > 0, reduced, current)
+    return _within_input(torch, input, combined, covered)
+
+
+def _within_input(torch: ModuleType, input: Any, region: Any, covered: list[int]) -> Any:
+    """`input` with its leading `covered` region replaced by `region` (the rest as it is)."""
+    rank = input.dim()
     if covered == list(input.shape):
-        return combined
-    # A smaller index: the rest of the input stays as it is.
+        return region
     padding = []
     for k in reversed(range(rank)):
         padding += [0, input.shape[k] - covered[k]]
-    padded = torch.nn.functional.pad(combined, padding)
+    padded = torch.nn.functional.pad(region, padding)
     inside = None
     for k in range(rank):
         if covered[k] != input.shape[k]:
@@ -157,17 +162,17 @@ def scatter_reductions_in_dense_form(torch: ModuleType, exported: Any) -> tuple[
 
 def _positions_cover(self_shape: Any, index_shape: Any, src_shape: Any, dim: int) -> bool:
     """Whether an int64 scatter can be a scatter of positions and a gather: static shapes,
-    the source at least the index's shape, and the index the input's but along `dim`."""
+    the index no larger than the source, nor than the input but along `dim` (as ATen asks)."""
     shapes = (self_shape, index_shape, src_shape)
     if any(shape is None or static_numel(shape) is None for shape in shapes):
         return False
     if not self_shape or not len(self_shape) == len(index_shape) == len(src_shape):
         return False
-    if any(i > s for i, s in zip(index_shape, src_shape, strict=True)):
-        return False
     dim = dim % len(self_shape)
-    pairs = enumerate(zip(self_shape, index_shape, strict=True))
-    return all(a == b for d, (a, b) in pairs if d != dim)
+    return all(
+        i <= s and (d == dim or i <= a)
+        for d, (a, i, s) in enumerate(zip(self_shape, index_shape, src_shape, strict=True))
+    )
 
 
 def _plain_scatter(torch: ModuleType) -> Any:
@@ -179,19 +184,23 @@ def _plain_scatter(torch: ModuleType) -> Any:
             return NotImplemented
         if not _positions_cover(tuple(input.shape), tuple(index.shape), tuple(src.shape), dim):
             return NotImplemented
-        dim = dim % input.dim()
+        rank = input.dim()
+        dim = dim % rank
         src = src[tuple(slice(0, n) for n in index.shape)]  # ATen reads only that much
+        # The input's region the index reaches: its extent, and all of the scattered dim.
+        covered = [input.shape[k] if k == dim else index.shape[k] for k in range(rank)]
         # Each target's source position (int32, which Inductor scatters itself; -1 where
         # none lands), then the source at that position: one whole value per target, also
         # where several land on it.
-        along = [1] * index.dim()
+        along = [1] * rank
         along[dim] = index.shape[dim]
         positions = torch.arange(index.shape[dim], dtype=torch.int32, device=index.device)
         positions = positions.view(along).expand(index.shape)
-        unset = torch.full(input.shape, -1, dtype=torch.int32, device=input.device)
+        unset = torch.full(covered, -1, dtype=torch.int32, device=input.device)
         landed = unset.scatter(dim, index, positions)
         taken = src.gather(dim, landed.clamp(min=0).to(torch.int64))
-        return torch.where(landed >= 0, taken, input)
+        current = input[tuple(slice(0, n) for n in covered)]
+        return _within_input(torch, input, torch.where(landed >= 0, taken, current), covered)
 
     return scatter
 
