@@ -106,7 +106,11 @@ def test_interrupted_compile_leaves_nothing(tmp_path: Path, repo_root: Path, del
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(("shimkit: interrupted", "shimkit: terminated")), last
     assert alive == []
-    assert sorted(p.name for p in tmp.iterdir()) == [], "compiler or staging files left"
+    # torch's own cache may stay: shimkit leaves Python's temp dir to torch, and torch puts
+    # its precompiled headers under it whatever TORCHINDUCTOR_CACHE_DIR says (where the
+    # signal comes after that step).
+    left = sorted(p.name for p in tmp.iterdir() if not p.name.startswith("torchinductor_"))
+    assert left == [], "compiler or staging files left"
     assert list((tmp_path / "out").iterdir()) == []  # neither the output nor a staging folder
 
 
