@@ -184,18 +184,20 @@ def test_only_for_the_slim_cuda_target() -> None:
     ]
 
 
-class ZetaAndPolygamma(torch.nn.Module):
-    def forward(self, x: Any, q: Any) -> tuple[Any, Any]:
-        return torch.special.zeta(x, q), torch.polygamma(3, q)
+class Zeta(torch.nn.Module):
+    def forward(self, x: Any, q: Any) -> tuple[Any]:
+        return (torch.special.zeta(x, q),)
 
 
+# One call: polygamma of higher orders is this form times a constant (checked above), and
+# each call is a kernel of three series that Inductor's C++ backend compiles for a minute.
 @pytest.mark.slow
 def test_compiled_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
     from tests.aot.math_form_run import compile_and_run
 
-    model, inputs = ZetaAndPolygamma(), grid(torch.float32)
+    model, inputs = Zeta(), grid(torch.float32)
     program, count = rewritten(model, *inputs)
-    assert count == 2
+    assert count == 1
     run = compile_and_run(program, inputs, tmp_path / "zeta.pt2")
     assert not any("zeta" in name or "gamma" in name for name in run.imports)
     for got, want in zip(run.outputs, model(*inputs), strict=True):

@@ -56,9 +56,9 @@ def _in_order(terms: list[Any]) -> Any:
     return total
 
 
-def _zeta_terms(torch: ModuleType, x: Any, q: Any) -> list[Any]:
+def _zeta_terms(torch: ModuleType, x: Any, q: Any) -> tuple[list[Any], Any]:
     """ATen's terms of zeta(x, q) for q > 0 (any q where they are not used), in the order it
-    adds them; the correction's are 0 where ATen stops before it."""
+    adds them (the correction's 0 where ATen stops before it), and their sum in that order."""
     # Each term from q, not chained (a chain read twice per step makes Inductor's lowering
     # walk it exponentially; see shimkit.aot.polygamma).
     direct = [torch.pow(q + k, -x) for k in range(DIRECT_TERMS + 1)]
@@ -75,7 +75,9 @@ def _zeta_terms(torch: ModuleType, x: Any, q: Any) -> list[Any]:
         term = term * (x + 2 * k) / w
         correction.append(term / coefficient)
         term = term * (x + 2 * k + 1) / w
-    return direct + [torch.where(stops, 0.0, term) for term in correction]
+    correction = [torch.where(stops, 0.0, term) for term in correction]
+    # The direct terms' sum, already taken for the stop test, then the correction's terms.
+    return direct + correction, _in_order([total, *correction])
 
 
 def hurwitz_zeta(torch: ModuleType, x: Any, q: Any) -> Any:
@@ -85,13 +87,14 @@ def hurwitz_zeta(torch: ModuleType, x: Any, q: Any) -> Any:
     negative = q < 0
     fraction = q - torch.floor(q)
     sign = torch.where(torch.remainder(x, 2) == 1, -1.0, 1.0)  # (-1)^x for an integer x
-    # q's own terms, or where q is negative r's (module docstring); the other two sums are
-    # taken at 1 where q is not negative, and not used.
-    near = _zeta_terms(torch, x, torch.where(negative, fraction, q))
-    mirrored = _zeta_terms(torch, x, torch.where(negative, (torch.floor(q) + 1) - q, 1.0))
-    far = _in_order(_zeta_terms(torch, x, torch.where(negative, 1 - q, 1.0)))
+    # q's own terms, or where q is negative r's (module docstring). The other two sums are
+    # taken at 1 where q is not negative, and not used there: q's sign is data, so the
+    # kernel holds all three series (elementwise arithmetic in one fused kernel).
+    near, near_sum = _zeta_terms(torch, x, torch.where(negative, fraction, q))
+    mirrored, _ = _zeta_terms(torch, x, torch.where(negative, (torch.floor(q) + 1) - q, 1.0))
+    _, far = _zeta_terms(torch, x, torch.where(negative, 1 - q, 1.0))
     paired = _in_order([a + sign * b for a, b in zip(near, mirrored, strict=True)])
-    result = torch.where(negative, paired - sign * far, _in_order(near))
+    result = torch.where(negative, paired - sign * far, near_sum)
     # x = inf: a negative q's terms include one of base in (-1, 0), inf, as in ATen's sum.
     result = torch.where(negative & (x == math.inf), math.inf, result)
     non_positive = q <= 0
