@@ -8,7 +8,8 @@ randn's mean and standard deviation, rand's range, the sampler's frequencies aga
 probabilities (category of probability 0 never drawn), a new draw every run (also every
 replay: each launch draws the seeds anew), and the same draws after the same
 `shimkit.runtime.manual_seed(seed, device="cuda")` (control: another seed gives others);
-then the median time of a run, eager and replayed (each run synchronised).
+then the time of a run, eager and replayed, each synchronised: the median of a call from
+Python (outputs copied to host arrays) and the mean with inputs and outputs on the GPU.
 
     SHIMKIT_LIB_DIR=BUILD_DIR python3 step_random.py OUT_JSON WORK_DIR
 """
@@ -69,6 +70,7 @@ def checks(run: Any, inputs: tuple[Any, ...], describe: Any) -> dict[str, object
     return {
         **describe(first),
         "median_us": median_run_us(run, inputs),
+        "device_resident_us": round(run.bench(*inputs, iterations=500) / 1e3, 1),
         "new_draw_every_run": not equal(first, second),
         "same_seed_same_draws": equal(seeded, again),
         "other_seed_other_draws": not equal(seeded, other),
