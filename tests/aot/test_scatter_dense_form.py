@@ -12,8 +12,10 @@ integer tensors, masks over the size limit, dynamic sizes, and every call unless
 the slim CPU runtime without the reductions' shims. Boolean scatters (a top-p mask put back
 in vocabulary order) done on bytes, and int64 scatters as positions and a gather (a sort's
 ranks), match torch exactly, also from a source larger than the index and with an index
-narrower than the input along another dim; int64 scatters of dynamic shapes keep their
-call, and a call given by keyword is checked as one given by position.
+narrower than the input along another dim, and of a dynamic batch the tensors share (at
+several batch sizes); an int64 scatter whose index may outgrow its source (two independent
+dynamic sizes) keeps its call, and a call given by keyword is checked as one given by
+position.
 """
 
 from __future__ import annotations
@@ -279,13 +281,41 @@ def test_int64_targets_several_sources_land_on_get_one_whole() -> None:
     assert got[0, 1].item() == got[0, 3].item() == got[1, 0].item() == got[1, 2].item() == 0
 
 
-def test_int64_scatters_of_dynamic_shapes_keep_their_call() -> None:
+class Ranks(torch.nn.Module):
+    """A sort's ranks (its order scattered) and the first three put back, per row."""
+
+    def forward(self, x: Any) -> tuple[Any, Any]:
+        order = x.argsort(dim=-1, descending=True)
+        ranks = torch.arange(x.shape[-1], device=x.device).expand_as(order)
+        first = torch.full_like(order, -1).scatter(1, order[:, :3], ranks)
+        return torch.empty_like(order).scatter(-1, order, ranks), first
+
+
+def test_int64_scatters_of_a_shared_dynamic_batch_match_torch() -> None:
+    from shimkit.aot.scatter import plain_scatters_in_generated_form
+
+    batch = torch.export.Dim("batch", min=2, max=64)
+    exported = torch.export.export(Ranks(), (torch.randn(5, 9),), dynamic_shapes=({0: batch},))
+    assert len(scatter_calls(exported)) == 2  # control: as exported
+    program, count = plain_scatters_in_generated_form(torch, exported)
+    assert count == 2
+    dtypes = [str(n.args[0].meta["val"].dtype) for n in program.graph.nodes
+              if str(n.target) == "aten.scatter.src"]  # fmt: skip
+    assert dtypes == ["torch.int32"] * 2
+    for rows in (2, 5, 17):
+        x = torch.randn(rows, 9, generator=torch.Generator().manual_seed(rows))
+        for got, want in zip(program.module()(x), Ranks()(x), strict=True):
+            assert torch.equal(got, want)
+
+
+def test_int64_scatters_whose_index_may_outgrow_the_source_keep_their_call() -> None:
     from shimkit.aot.scatter import plain_scatters_in_generated_form
 
     index, src = torch.tensor([[0, 0, 2, 2], [1, 1, 1, 3]]), torch.arange(8).view(2, 4)
-    batch = torch.export.Dim("batch", min=2, max=64)
+    # Two independent sizes: for some values the index is wider than the source.
+    wide, narrow = torch.export.Dim("wide", min=2, max=4), torch.export.Dim("narrow", max=64)
     dynamic = torch.export.export(
-        Collisions(), (index, src), dynamic_shapes=({1: batch}, {1: batch})
+        Collisions(), (index, src), dynamic_shapes=({1: wide}, {1: narrow})
     )
     assert plain_scatters_in_generated_form(torch, dynamic)[1] == 0
     static = torch.export.export(Collisions(), (index, src))

@@ -21,7 +21,9 @@ types its GPU atomics lack, though a plain scatter stores without them
 booleans. For int64 values compile scatters each source position (int32) and gathers the
 source at it, over the input's region the index reaches (ATen reads only the source's part
 the index covers, and so does the form; the rest of the input stays as it is), where the
-shapes are static; int64 scatters of dynamic shapes keep the fallback. A target several
+index is no larger than the source, nor than the input but along the dim, whatever its
+symbols' values: static sizes that are so, or dynamic ones that are the same size (a batch
+shared by the tensors); other dynamic int64 scatters keep the fallback. A target several
 sources land on gets one of them whole, as from ATen.
 """
 
@@ -160,17 +162,27 @@ def scatter_reductions_in_dense_form(torch: ModuleType, exported: Any) -> tuple[
     )
 
 
+def _no_larger(size: Any, bound: Any) -> bool:
+    """Whether `size` <= `bound` for every value their symbols may take: two ints that are so,
+    or one size (the same symbol or expression, as a dynamic batch shared by the tensors)."""
+    if type(size) is int and type(bound) is int:
+        return size <= bound
+    same = getattr(size, "node", None), getattr(bound, "node", None)
+    return None not in same and same[0].expr == same[1].expr
+
+
 def _positions_cover(self_shape: Any, index_shape: Any, src_shape: Any, dim: int) -> bool:
-    """Whether an int64 scatter can be a scatter of positions and a gather: static shapes,
-    the index no larger than the source, nor than the input but along `dim` (as ATen asks)."""
+    """Whether an int64 scatter can be a scatter of positions and a gather: the index no
+    larger than the source, nor than the input but along `dim` (as ATen asks), for every
+    value of the shapes' symbols."""
     shapes = (self_shape, index_shape, src_shape)
-    if any(shape is None or static_numel(shape) is None for shape in shapes):
+    if any(shape is None for shape in shapes):
         return False
     if not self_shape or not len(self_shape) == len(index_shape) == len(src_shape):
         return False
     dim = dim % len(self_shape)
     return all(
-        i <= s and (d == dim or i <= a)
+        _no_larger(i, s) and (d == dim or _no_larger(i, a))
         for d, (a, i, s) in enumerate(zip(self_shape, index_shape, src_shape, strict=True))
     )
 
