@@ -1,8 +1,9 @@
-"""Linear algebra on small matrices in its math form (shimkit.aot.linalg, .jacobi): inv,
-solve, det, slogdet, logdet, cholesky, cholesky_solve and solve_triangular against torch's
-LAPACK results, in float64 and float32, sizes 1 to 16, batched and with a dynamic batch;
-matrices that need row swaps; SVD and eigh (sizes 1 to 4) on what does not depend on the
-vectors' signs, also of non-square matrices; pinv; QR with LAPACK's signs; what is left
+"""Linear algebra on small matrices in its math form (shimkit.aot.linalg, .jacobi,
+.householder): inv, solve, det, slogdet, logdet, cholesky, cholesky_solve and
+solve_triangular against torch's LAPACK results, in float64 and float32, sizes 1 to 16,
+batched and with a dynamic batch; matrices that need row swaps; SVD and eigh (sizes 1 to 64)
+on what does not depend on the vectors' signs, also of non-square matrices; pinv; QR with
+LAPACK's signs (up to 64); the rotations and reflections as one step in a loop; what is left
 alone; and pose-style models (a Kabsch alignment among them) compiled for the slim CPU
 runtime (control: with a QR above the size limit, which has no form, compile refuses the
 model and names the op)."""
@@ -14,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shimkit.aot import jacobi
-from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
+from shimkit.aot import jacobi, loop
+from shimkit.aot.linalg import LOOP_SIZE_LIMIT, SIZE_LIMIT, linalg_in_math_form
 
 from tests.aot.math_form_run import calls_of, compile_in_math_form_and_run
 
@@ -154,20 +155,26 @@ def test_left_alone() -> None:
     """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve."""
 
     class Others(torch.nn.Module):
-        def forward(self, a: Any, big: Any, b: Any) -> tuple[Any, ...]:
+        def forward(self, a: Any, big: Any, b: Any, huge: Any) -> tuple[Any, ...]:
             return (
-                torch.linalg.inv(big),
+                torch.linalg.inv(big),  # 17 x 17
+                torch.linalg.cholesky(big @ big.mT),
                 torch.linalg.solve(a, b.mT, left=False),
-                torch.linalg.svd(big)[1],  # 17 x 17
-                torch.linalg.eigh(big @ big.mT)[0],
-                torch.linalg.svdvals(big[..., :3, :]),  # 3 x 17
-                torch.linalg.pinv(big[..., :3]),
-                torch.linalg.pinv(big @ big.mT, hermitian=True),
-                torch.linalg.qr(big[..., :3])[1],  # 17 rows
+                torch.linalg.svd(huge)[1],  # 65 x 65
+                torch.linalg.eigh(huge @ huge.mT)[0],
+                torch.linalg.svdvals(huge[..., :3, :]),  # 3 x 65
+                torch.linalg.pinv(huge[..., :3]),
+                torch.linalg.pinv(huge @ huge.mT, hermitian=True),
+                torch.linalg.qr(huge[..., :3])[1],  # 65 rows
             )
 
-    n = SIZE_LIMIT + 1
-    inputs = (torch.randn(2, 6, 6), torch.randn(2, n, n), torch.randn(2, 6, 6))
+    n, loop_n = SIZE_LIMIT + 1, LOOP_SIZE_LIMIT + 1
+    inputs = (
+        torch.randn(2, 6, 6),
+        torch.randn(2, n, n),
+        torch.randn(2, 6, 6),
+        torch.randn(2, loop_n, loop_n),
+    )
     exported = torch.export.export(Others(), inputs)
     assert linalg_in_math_form(torch, exported) == (exported, 0)
 
@@ -197,7 +204,7 @@ def _signs_aligned(got: Any, want: Any) -> Any:
     return got * torch.sign((got * want).sum(-2, keepdim=True))
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9, SIZE_LIMIT])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9, 16, 33, LOOP_SIZE_LIMIT])
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-5)])
 def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
     a = torch.randn(32, n, n, generator=torch.Generator().manual_seed(n), dtype=dtype)
@@ -218,6 +225,49 @@ def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
     assert torch.allclose(upper, want[9], atol=tol * scale)
     assert torch.allclose(_signs_aligned(vectors, want[8]), want[8], atol=100 * tol)
     assert torch.allclose(vectors.mT @ vectors, eye, atol=tol)
+
+
+class ValuesAndBasis(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, Any]:
+        return torch.linalg.svdvals(a), torch.linalg.qr(a, mode="complete")[0]
+
+
+def _graph_ops(program: Any) -> tuple[int, list[int]]:
+    """(ops in the program's graph, ops in each while_loop body it calls)."""
+    graph = program.graph_module
+    ops = [node for node in graph.graph.nodes if node.op == "call_function"]
+    bodies = [
+        getattr(graph, node.args[1].target)
+        for node in ops
+        if node.target is torch.ops.higher_order.while_loop
+    ]
+    body_ops = [sum(n.op == "call_function" for n in body.graph.nodes) for body in bodies]
+    return len(ops), body_ops
+
+
+def test_rotations_and_reflections_are_one_step_in_a_loop_whatever_the_size() -> None:
+    """The Jacobi steps and the Householder reflections (and Q's) are a while_loop each of
+    one step: at 64 columns the graph is the size it is at 4 (control: the steps written out
+    one after another, as before 2026-12-07, make the graph at 16 many times larger, and the
+    check fails)."""
+
+    def ops_for(n: int) -> tuple[int, list[int]]:
+        exported = torch.export.export(ValuesAndBasis(), (torch.randn(3, n, n),))
+        return _graph_ops(linalg_in_math_form(torch, exported)[0])
+
+    small, large = ops_for(4), ops_for(LOOP_SIZE_LIMIT)
+    assert len(small[1]) == len(large[1]) == 3
+    assert large[0] <= small[0] + 10 and large[1] == small[1], (small, large)
+
+    def unrolled(torch: Any, step: Any, count: int, *carried: Any, reads: Any = ()) -> Any:
+        for _ in range(count):
+            carried = step(*carried, *reads)
+        return carried
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loop, "repeated", unrolled)
+        written_out = ops_for(16)
+    assert written_out[1] == [] and written_out[0] > 10 * large[0], (large, written_out)
 
 
 @pytest.mark.parametrize("n", [4, 8])
@@ -361,10 +411,10 @@ def test_frame_and_fit_run_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
 
 
 class TallQR(torch.nn.Module):
-    """A QR of 20 x 6 matrices: more rows than SIZE_LIMIT, so no form."""
+    """A QR of 70 x 6 matrices: more rows than LOOP_SIZE_LIMIT, so no form."""
 
     def forward(self, x: Any) -> Any:
-        return torch.linalg.qr(x.view(-1, 20, 6))[1].relu()
+        return torch.linalg.qr(x.view(-1, 70, 6))[1].relu()
 
 
 @pytest.mark.slow
@@ -397,10 +447,39 @@ def test_homography_by_dlt_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
     _compiled_matches_eager(Homography().eval(), inputs, tmp_path / "dlt.pt2", calls=1)
 
 
+class Whitening(torch.nn.Module):
+    """PCA whitening of 64 features (the eigh of their 64 x 64 covariance) giving each
+    sample's Mahalanobis distance, as anomaly heads score, and the spectral norm of a 64 x 40
+    projection (svdvals): the loops' largest size. (The distances do not depend on the
+    eigenvectors' signs, nor on their choice within the repeated eigenvalue the regularised
+    low-rank covariance has.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(9)
+        self.net = torch.nn.Linear(16, 64 * 3)
+        self.proj = torch.nn.Linear(16, 64 * 40)
+
+    def forward(self, x: Any) -> tuple[Any, ...]:
+        features = self.net(x).view(-1, 3, 64).flatten(0, 1)
+        centred = features - features.mean(0)
+        covariance = centred.mT @ centred / features.shape[0] + 0.1 * torch.eye(64)
+        values, vectors = torch.linalg.eigh(covariance)
+        white = (centred @ vectors) / values.sqrt()
+        norms = torch.linalg.svdvals(self.proj(x).view(-1, 64, 40))
+        return values, white.square().sum(-1), norms
+
+
+@pytest.mark.slow
+def test_whitening_of_64_features_runs_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
+    inputs = (torch.randn(40, 16, generator=torch.Generator().manual_seed(10)),)
+    _compiled_matches_eager(Whitening().eval(), inputs, tmp_path / "white.pt2", calls=2)
+
+
 def test_a_qr_above_the_limit_has_no_form_and_compile_names_it(tmp_path: Path) -> None:
     from shimkit.errors import ShimkitError
 
-    inputs = (torch.randn(2, 120),)
+    inputs = (torch.randn(2, 420),)
     with pytest.raises(ShimkitError, match="linalg_qr"):
         compile_in_math_form_and_run(torch, TallQR().eval(), inputs, tmp_path / "x.pt2")
 
@@ -435,7 +514,7 @@ class Orthogonal(torch.nn.Module):
         return q, r, full_q, full_r, empty, r_only, old_q, old_r
 
 
-QR_SHAPES = [(1, 1), (3, 3), (5, 3), (3, 5), (2, 7), (16, 4), (4, 16), (SIZE_LIMIT, SIZE_LIMIT)]
+QR_SHAPES = [(1, 1), (3, 3), (5, 3), (3, 5), (2, 7), (16, 4), (4, 16), (16, 16), (64, 40), (24, 64)]
 
 
 @pytest.mark.parametrize(("m", "n"), QR_SHAPES)

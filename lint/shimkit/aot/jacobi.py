@@ -11,14 +11,18 @@ the last singular vector of an 8 x 9 system, whitening the eigenvectors of a cov
   A matrix of more columns than rows is transposed first, so the rotations act on the fewer
   columns. The columns are paired in the round-robin order of a tournament (Brent and
   Luk's parallel ordering): each step rotates n/2 disjoint pairs at once, as a few
-  whole-tensor ops, and n - 1 steps meet every pair once (a sweep), so the graph grows with
-  n per sweep, not n^2. Jacobi converges quadratically: `_sweeps` gives one sweep more than
-  random, graded and clustered float64 matrices needed to be orthogonal to rounding (4
-  sweeps for 4 columns, 6 for 10, 7 for 16). U is then made orthonormal and, for the full
-  SVD, completed to a square basis by a Householder QR of it (`shimkit.aot.householder`):
-  where a singular value is zero the rotated column is zero, and LAPACK's U has a unit
-  vector there (a Kabsch alignment of coplanar points needs it). svdvals and pinv need no
-  U (`singular_values`; shimkit.aot.linalg builds pinv from the rotated columns A V).
+  whole-tensor ops, and n - 1 steps meet every pair once (a sweep). Every step is the same
+  ops (the pairing moves by one fixed shuffle), so the graph holds one step in a loop run
+  sweeps x (n - 1) times, whatever n (unrolled, a 16-column SVD was 8 x 15 copies of it,
+  which Inductor took minutes to compile). Jacobi converges quadratically: `_sweeps` gives
+  one sweep more than random, graded and clustered float64 matrices needed to be orthogonal
+  to rounding (4 sweeps for 4 columns, 6 for 10, 7 for 16, 8 for 24 and 32, 9 for 48 and
+  64). U is then made orthonormal
+  and, for the full SVD, completed to a square basis by a Householder QR of it
+  (`shimkit.aot.householder`): where a singular value is zero the rotated column is zero,
+  and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs it).
+  svdvals and pinv need no U (`singular_values`; shimkit.aot.linalg builds pinv from the
+  rotated columns A V).
 - eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
   Frobenius norm so that it is positive semi-definite: V is then its eigenvectors (an
   eigenvalue and its negative cannot mix), and each eigenvalue is the Rayleigh quotient
@@ -41,12 +45,15 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot import householder
+from shimkit.aot import householder, loop
+
+# (up to this many columns, sweeps): one more than measured (see the module's doc).
+_SWEEPS = ((4, 5), (10, 7), (16, 8), (32, 9), (64, 10))
 
 
 def _sweeps(width: int) -> int:
-    """Sweeps for `width` columns (measured; see the module's doc)."""
-    return 5 if width <= 4 else 7 if width <= 10 else 8
+    """Sweeps for `width` columns (at most the last of `_SWEEPS`)."""
+    return next(sweeps for columns, sweeps in _SWEEPS if width <= columns)
 
 
 def _rotation(torch: ModuleType, apq: Any, app: Any, aqq: Any) -> tuple[Any, Any]:
@@ -119,14 +126,16 @@ def rotated_columns(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     # Pair i is (top[i], bottom[i]), the two halves of the columns.
     stacked = torch.cat([a, eye], -2)
     top, bottom = stacked[..., : width // 2], stacked[..., width // 2 :]
-    for _ in range(_sweeps(width)):
-        for _ in range(width - 1):
-            x_top, x_bottom = top[..., :m, :], bottom[..., :m, :]
-            alpha = (x_top * x_top).sum(-2, keepdim=True)
-            beta = (x_bottom * x_bottom).sum(-2, keepdim=True)
-            gamma = (x_top * x_bottom).sum(-2, keepdim=True)
-            c, s = _rotation(torch, gamma, alpha, beta)
-            top, bottom = _next_pairs(torch, c * top - s * bottom, s * top + c * bottom)
+
+    def step(top: Any, bottom: Any) -> tuple[Any, Any]:
+        x_top, x_bottom = top[..., :m, :], bottom[..., :m, :]
+        alpha = (x_top * x_top).sum(-2, keepdim=True)
+        beta = (x_bottom * x_bottom).sum(-2, keepdim=True)
+        gamma = (x_top * x_bottom).sum(-2, keepdim=True)
+        c, s = _rotation(torch, gamma, alpha, beta)
+        return _next_pairs(torch, c * top - s * bottom, s * top + c * bottom)
+
+    top, bottom = loop.repeated(torch, step, _sweeps(width) * (width - 1), top, bottom)
     # After each sweep the columns are back in their places: drop the padding column.
     stacked = torch.cat([top, bottom], -1)
     columns, v = stacked[..., :m, :n], stacked[..., m : m + n, :n]

@@ -7,8 +7,9 @@ them calls libtorch's proxy executor, which no slim runtime has, so compile woul
 model. They appear in real models on data, not only on weights (a pose head aligning
 keypoints, a Kalman or Gaussian-process step, camera intrinsics inverted per sample, a
 rotation orthonormalised from a network's output); freezing folds the ones on weights
-alone. For matrices of a static size, compile writes them as elementary steps, unrolled so
-Inductor generates the kernels on either device:
+alone. For matrices of a static size, compile writes them as elementary steps (unrolled, or
+one step in a loop where every step is alike) so Inductor generates the kernels on either
+device:
 
 - LU with partial pivoting (LAPACK's getrf: the first largest magnitude in the column is
   the pivot, rows swapped whole), giving det (the product of U's diagonal, negated per
@@ -16,11 +17,13 @@ Inductor generates the kernels on either device:
   at most `SIZE_LIMIT` rows;
 - Cholesky (column by column) for `cholesky` and `cholesky_solve`, the same sizes;
 - substitution alone for `solve_triangular` (a left-hand side only);
-- Householder reflections for QR, any mode, of matrices of at most `SIZE_LIMIT` rows and
-  columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs too);
+- Householder reflections for QR, any mode, of matrices of at most `LOOP_SIZE_LIMIT` rows
+  and columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs
+  too; a loop of one reflection);
 - Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices, the
   SVD (reduced or full) of any shape, and `pinv` from them as torch computes it (its
-  tolerances too), for matrices of at most `SIZE_LIMIT` rows and columns.
+  tolerances too), for matrices of at most `LOOP_SIZE_LIMIT` rows and columns (a loop of
+  one rotation step).
 
 What differs from torch: a singular matrix (or one that is not positive definite for
 Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
@@ -38,21 +41,25 @@ from typing import Any
 from shimkit.aot import householder, jacobi
 from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 
-# The largest matrix side written out: the steps are unrolled, so the graph grows with the
-# cube of it.
+# The largest matrix side written out: the LU, Cholesky and substitution steps are unrolled,
+# so their graphs grow with the cube of it.
 SIZE_LIMIT = 16
+# The largest side for the forms that are one step in a loop (QR, SVD, eigh, pinv): their
+# graphs do not grow with it, their run time does (about n^3 per sweep, `jacobi._sweeps`
+# measured up to it).
+LOOP_SIZE_LIMIT = 64
 QR_MODES = ("reduced", "complete", "r")
 
 
-def _fits(matrix: Any, square: bool = True) -> bool:
+def _fits(matrix: Any, square: bool = True, limit: int = SIZE_LIMIT) -> bool:
     """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square (unless
-    not `square`), its rows and columns static and at most `SIZE_LIMIT` (any batch dims)."""
+    not `square`), its rows and columns static and at most `limit` (any batch dims)."""
     if not (matrix.dtype.is_floating_point and matrix.dtype.itemsize >= 4) or matrix.dim() < 2:
         return False
     rows, cols = matrix.shape[-2], matrix.shape[-1]
     if not (type(rows) is int and type(cols) is int and min(rows, cols) >= 1):
         return False
-    return max(rows, cols) <= SIZE_LIMIT and (rows == cols or not square)
+    return max(rows, cols) <= limit and (rows == cols or not square)
 
 
 def _argument_fits(node: Any, fits: Any = _fits, index: int = 0) -> bool:
@@ -247,28 +254,28 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return _substitute(torch, rows, b, upper, unitriangular)
 
     def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
-        if not _fits(a, square=False):
+        if not _fits(a, False, LOOP_SIZE_LIMIT):
             return NotImplemented
         return jacobi.svd(torch, a, full_matrices)
 
     def svdvals(a: Any, driver: Any = None) -> Any:
-        if not _fits(a, square=False):
+        if not _fits(a, False, LOOP_SIZE_LIMIT):
             return NotImplemented
         return jacobi.singular_values(torch, a)
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
-        if not (_fits(a, square=False) and compute_uv):
+        if not (_fits(a, False, LOOP_SIZE_LIMIT) and compute_uv):
             return NotImplemented
         u, values, vh = jacobi.svd(torch, a, full_matrices=not some)
         return u, values, vh.transpose(-2, -1)  # torch.svd returns V
 
     def pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
-        if not _fits(a, square=hermitian):
+        if not _fits(a, hermitian, LOOP_SIZE_LIMIT):
             return NotImplemented
         return _pseudo_inverse(torch, a, atol, rtol, hermitian)
 
     def qr(a: Any, mode: str = "reduced") -> Any:
-        if not _fits(a, square=False) or mode not in QR_MODES:
+        if not _fits(a, False, LOOP_SIZE_LIMIT) or mode not in QR_MODES:
             return NotImplemented
         m, n = a.shape[-2], a.shape[-1]
         complete = mode == "complete"
@@ -279,29 +286,33 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return qr(a, "reduced" if some else "complete")
 
     def eigh(a: Any, UPLO: str = "L") -> Any:  # torch's argument names: given by keyword
-        if not _fits(a):
+        if not _fits(a, True, LOOP_SIZE_LIMIT):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")
 
     def eigvalsh(a: Any, UPLO: str = "L") -> Any:
-        if not _fits(a):
+        if not _fits(a, True, LOOP_SIZE_LIMIT):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")[0]
 
     def square(node: Any) -> bool:
         return _argument_fits(node)
 
-    def any_shape(node: Any) -> bool:
-        return _argument_fits(node, lambda a: _fits(a, square=False))
+    def looped_square(node: Any) -> bool:
+        return _argument_fits(node, lambda a: _fits(a, True, LOOP_SIZE_LIMIT))
+
+    def looped_any_shape(node: Any) -> bool:
+        return _argument_fits(node, lambda a: _fits(a, False, LOOP_SIZE_LIMIT))
 
     def old_svd_call(node: Any) -> bool:
-        return any_shape(node) and bool(argument(node, 2, "compute_uv", True))
+        return looped_any_shape(node) and bool(argument(node, 2, "compute_uv", True))
 
     def pinv_call(node: Any) -> bool:
-        return square(node) if argument(node, 3, "hermitian", False) else any_shape(node)
+        hermitian = argument(node, 3, "hermitian", False)
+        return looped_square(node) if hermitian else looped_any_shape(node)
 
     def qr_call(node: Any) -> bool:
-        return any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
+        return looped_any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
 
     def solve_call(node: Any) -> bool:
         rhs = input_shape(node, 1)
@@ -325,15 +336,15 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
-        aten.linalg_svd.default: (svd, any_shape),
-        aten.linalg_svdvals.default: (svdvals, any_shape),
+        aten.linalg_svd.default: (svd, looped_any_shape),
+        aten.linalg_svdvals.default: (svdvals, looped_any_shape),
         aten.svd.default: (old_svd, old_svd_call),
         aten.linalg_pinv.atol_rtol_tensor: (pinv, pinv_call),
         aten.linalg_pinv.atol_rtol_float: (pinv, pinv_call),
         aten.linalg_qr.default: (qr, qr_call),
-        aten.qr.default: (old_qr, any_shape),
-        aten.linalg_eigh.default: (eigh, square),
-        aten.linalg_eigvalsh.default: (eigvalsh, square),
+        aten.qr.default: (old_qr, looped_any_shape),
+        aten.linalg_eigh.default: (eigh, looped_square),
+        aten.linalg_eigvalsh.default: (eigvalsh, looped_square),
     }
 
 

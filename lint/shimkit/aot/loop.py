@@ -1,0 +1,42 @@
+"""A step repeated a fixed number of times as one loop in an exported graph, for the math
+forms whose steps are all alike (shimkit.aot.jacobi's rotations, .householder's reflections).
+
+Written out one after another, n steps are n copies of their ops, and Inductor's compile
+time grows with them (a 16-column SVD took minutes). As a while_loop, the graph holds the step
+once: Inductor generates its kernels once and the wrapper runs them `count` times. The count
+is a CPU tensor on every device, so testing it reads no GPU memory: a device sync would break
+CUDA graph capture, under which the loop instead unrolls into the captured graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+
+def repeated(
+    torch: ModuleType,
+    step: Callable[..., tuple[Any, ...]],
+    count: int,
+    *carried: Any,
+    reads: tuple[Any, ...] = (),
+) -> tuple[Any, ...]:
+    """`step` applied `count` times to `carried` (tensors; `step` returns as many, of the same
+    shapes and dtypes), each time given `reads` too: tensors it only reads (a loop's function
+    may not close over the graph's tensors)."""
+    # The operator itself: torch.while_loop traces its functions with dynamo, which reuses
+    # a frame traced for an earlier program (a second program's loop then fails export's
+    # checks); here the caller is already being traced.
+    from torch._higher_order_ops.while_loop import while_loop_op
+
+    def more(done: Any, *_: Any) -> Any:
+        return done < count
+
+    def body(done: Any, *values: Any) -> tuple[Any, ...]:
+        return (done + 1, *step(*values))  # `reads` last, as the loop passes them
+
+    counter = torch.zeros((), dtype=torch.int64)
+    # Copies: the loop's carried values may not alias one another (torch refuses the loop).
+    owned = tuple(value.clone() for value in carried)
+    return tuple(while_loop_op(more, body, (counter, *owned), tuple(reads)))[1:]
