@@ -247,16 +247,18 @@ def _graph_ops(program: Any) -> tuple[int, list[int]]:
 
 def test_rotations_and_reflections_are_one_step_in_a_loop_whatever_the_size() -> None:
     """The Jacobi steps and the Householder reflections (and Q's) are a while_loop each of
-    one step: at 64 columns the graph is the size it is at 4 (control: the steps written out
+    one step: at 64 columns the graph is the size it is at 5 (control: the steps written out
     one after another, as before 2026-12-07, make the graph at 16 many times larger, and the
-    check fails)."""
+    check fails); up to `loop.WRITTEN_OUT` steps are written out (a QR of 3 columns: no
+    loop)."""
 
     def ops_for(n: int) -> tuple[int, list[int]]:
         exported = torch.export.export(ValuesAndBasis(), (torch.randn(3, n, n),))
         return _graph_ops(linalg_in_math_form(torch, exported)[0])
 
-    small, large = ops_for(4), ops_for(LOOP_SIZE_LIMIT)
+    small, large = ops_for(loop.WRITTEN_OUT + 1), ops_for(LOOP_SIZE_LIMIT)
     assert len(small[1]) == len(large[1]) == 3
+    assert len(ops_for(3)[1]) == 1  # the rotations' loop only: the QR's 3 steps written out
     assert large[0] <= small[0] + 10 and large[1] == small[1], (small, large)
 
     def unrolled(torch: Any, step: Any, count: int, *carried: Any, reads: Any = ()) -> Any:
