@@ -9,20 +9,19 @@ the last singular vector of an 8 x 9 system, whitening the eigenvectors of a cov
 - svd: one-sided (Hestenes) Jacobi: the columns of A rotated until orthogonal; the singular
   values are their norms, descending, U the normalised columns, V the accumulated rotations.
   A matrix of more columns than rows is transposed first, so the rotations act on the fewer
-  columns. The columns are paired in the round-robin order of a tournament (Brent and
-  Luk's parallel ordering): each step rotates n/2 disjoint pairs at once, as a few
-  whole-tensor ops, and n - 1 steps meet every pair once (a sweep). Every step is the same
-  ops (the pairing moves by one fixed shuffle), so the graph holds one step in a loop run
-  sweeps x (n - 1) times, whatever n (unrolled, a 16-column SVD was 8 x 15 copies of it,
-  which Inductor took minutes to compile). Jacobi converges quadratically: `_sweeps` gives
-  one sweep more than random, graded and clustered float64 matrices needed to be orthogonal
-  to rounding (4 sweeps for 4 columns, 6 for 10, 7 for 16, 8 for 24 and 32, 9 for 48 and
-  64). U is then made orthonormal
-  and, for the full SVD, completed to a square basis by a Householder QR of it
-  (`shimkit.aot.householder`): where a singular value is zero the rotated column is zero,
-  and LAPACK's U has a unit vector there (a Kabsch alignment of coplanar points needs it).
-  svdvals and pinv need no U (`singular_values`; shimkit.aot.linalg builds pinv from the
-  rotated columns A V).
+  columns. The columns are paired in the round-robin order of a tournament (Brent and Luk's
+  parallel ordering): each step rotates n/2 disjoint pairs at once, as a few whole-tensor
+  ops, and n - 1 steps meet every pair once (a sweep). Every step is the same ops (the
+  pairing moves by one fixed shuffle), so the graph holds one step in a loop, run n - 1
+  times a sweep, whatever n (unrolled, a 16-column SVD was 8 x 15 copies of it, which
+  Inductor took minutes to compile). Jacobi converges quadratically: `_sweeps` gives one
+  sweep more than random, graded and clustered float64 matrices needed to be orthogonal to
+  rounding (4 sweeps for 4 columns, 6 for 10, 7 for 16, 8 for 24 and 32, 9 for 48 and 64). U
+  is then made orthonormal and, for the full SVD, completed to a square basis by a
+  Householder QR of it (`shimkit.aot.householder`): where a singular value is zero the
+  rotated column is zero, and LAPACK's U has a unit vector there (a Kabsch alignment of
+  coplanar points needs it). svdvals and pinv need no U (`singular_values`;
+  shimkit.aot.linalg builds pinv from the rotated columns A V).
 - eigh: the same rotations on the symmetric matrix the `UPLO` triangle gives, shifted by its
   Frobenius norm so that it is positive semi-definite: V is then its eigenvectors (an
   eigenvalue and its negative cannot mix), and each eigenvalue is the Rayleigh quotient
