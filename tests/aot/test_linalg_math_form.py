@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from shimkit.aot import jacobi, loop
-from shimkit.aot.linalg import LOOP_SIZE_LIMIT, SIZE_LIMIT, linalg_in_math_form
+from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
 
 from tests.aot.math_form_run import calls_of, compile_in_math_form_and_run
 
@@ -89,12 +89,12 @@ def _compare(want: tuple[Any, ...], got: tuple[Any, ...], rtol: float) -> None:
         assert err <= rtol, (i, err)
 
 
-# The largest size in float64 only: its unrolled steps take a minute a dtype to rewrite and
-# run, and float32's rounding is checked at every smaller size.
+# Sizes written out (up to loop.WRITTEN_OUT) and looped, up to the limit, in float64;
+# float32's rounding up to 16.
 @pytest.mark.parametrize(
     ("n", "dtype", "rtol"),
-    [(n, torch.float64, 1e-12) for n in (1, 2, 3, 5, 8, SIZE_LIMIT)]
-    + [(n, torch.float32, 2e-5) for n in (1, 2, 3, 5, 8)],
+    [(n, torch.float64, 1e-12) for n in (1, 2, 3, 5, 8, 16, 33, SIZE_LIMIT)]
+    + [(n, torch.float32, 2e-5) for n in (1, 2, 3, 5, 8, 16)],
 )
 def test_every_op_matches_lapack(n: int, dtype: Any, rtol: float) -> None:
     inputs = _inputs(n, dtype)
@@ -155,26 +155,21 @@ def test_left_alone() -> None:
     """No form: matrices above the size limits, a dynamic matrix size, a right-hand solve."""
 
     class Others(torch.nn.Module):
-        def forward(self, a: Any, big: Any, b: Any, huge: Any) -> tuple[Any, ...]:
+        def forward(self, a: Any, big: Any, b: Any) -> tuple[Any, ...]:
             return (
-                torch.linalg.inv(big),  # 17 x 17
+                torch.linalg.inv(big),  # 65 x 65
                 torch.linalg.cholesky(big @ big.mT),
                 torch.linalg.solve(a, b.mT, left=False),
-                torch.linalg.svd(huge)[1],  # 65 x 65
-                torch.linalg.eigh(huge @ huge.mT)[0],
-                torch.linalg.svdvals(huge[..., :3, :]),  # 3 x 65
-                torch.linalg.pinv(huge[..., :3]),
-                torch.linalg.pinv(huge @ huge.mT, hermitian=True),
-                torch.linalg.qr(huge[..., :3])[1],  # 65 rows
+                torch.linalg.svd(big)[1],
+                torch.linalg.eigh(big @ big.mT)[0],
+                torch.linalg.svdvals(big[..., :3, :]),  # 3 x 65
+                torch.linalg.pinv(big[..., :3]),
+                torch.linalg.pinv(big @ big.mT, hermitian=True),
+                torch.linalg.qr(big[..., :3])[1],  # 65 rows
             )
 
-    n, loop_n = SIZE_LIMIT + 1, LOOP_SIZE_LIMIT + 1
-    inputs = (
-        torch.randn(2, 6, 6),
-        torch.randn(2, n, n),
-        torch.randn(2, 6, 6),
-        torch.randn(2, loop_n, loop_n),
-    )
+    n = SIZE_LIMIT + 1
+    inputs = (torch.randn(2, 6, 6), torch.randn(2, n, n), torch.randn(2, 6, 6))
     exported = torch.export.export(Others(), inputs)
     assert linalg_in_math_form(torch, exported) == (exported, 0)
 
@@ -204,7 +199,7 @@ def _signs_aligned(got: Any, want: Any) -> Any:
     return got * torch.sign((got * want).sum(-2, keepdim=True))
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9, 16, 33, LOOP_SIZE_LIMIT])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9, 16, 33, SIZE_LIMIT])
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-5)])
 def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
     a = torch.randn(32, n, n, generator=torch.Generator().manual_seed(n), dtype=dtype)
@@ -227,9 +222,11 @@ def test_svd_and_eigh_agree_with_lapack(n: int, dtype: Any, tol: float) -> None:
     assert torch.allclose(vectors.mT @ vectors, eye, atol=tol)
 
 
-class ValuesAndBasis(torch.nn.Module):
-    def forward(self, a: Any) -> tuple[Any, Any]:
-        return torch.linalg.svdvals(a), torch.linalg.qr(a, mode="complete")[0]
+class Factorisations(torch.nn.Module):
+    def forward(self, a: Any) -> tuple[Any, ...]:
+        spd = a @ a.mT + torch.eye(a.shape[-1])
+        q = torch.linalg.qr(a, mode="complete")[0]
+        return torch.linalg.svdvals(a), q, torch.linalg.inv(a), torch.linalg.cholesky(spd)
 
 
 def _graph_ops(program: Any) -> tuple[int, list[int]]:
@@ -246,19 +243,19 @@ def _graph_ops(program: Any) -> tuple[int, list[int]]:
 
 
 def test_rotations_and_reflections_are_one_step_in_a_loop_whatever_the_size() -> None:
-    """The Jacobi steps and the Householder reflections (and Q's) are a while_loop each of
-    one step: at 64 columns the graph is the size it is at 5 (control: the steps written out
-    one after another, as before 2026-12-07, make the graph at 16 many times larger, and the
-    check fails); up to `loop.WRITTEN_OUT` steps are written out (a QR of 3 columns: no
-    loop)."""
+    """The Jacobi steps, the Householder reflections (and Q's), LU's eliminations, the
+    substitutions and Cholesky's columns are a while_loop each of one step: at 64 columns the
+    graph is the size it is at 5 (control: the steps written out one after another, as before
+    2026-12-07, make the graph at 16 many times larger, and the check fails); up to
+    `loop.WRITTEN_OUT` steps are written out (at 3 columns only the rotations loop)."""
 
     def ops_for(n: int) -> tuple[int, list[int]]:
-        exported = torch.export.export(ValuesAndBasis(), (torch.randn(3, n, n),))
+        exported = torch.export.export(Factorisations(), (torch.randn(3, n, n),))
         return _graph_ops(linalg_in_math_form(torch, exported)[0])
 
-    small, large = ops_for(loop.WRITTEN_OUT + 1), ops_for(LOOP_SIZE_LIMIT)
-    assert len(small[1]) == len(large[1]) == 3
-    assert len(ops_for(3)[1]) == 1  # the rotations' loop only: the QR's 3 steps written out
+    small, large = ops_for(loop.WRITTEN_OUT + 1), ops_for(SIZE_LIMIT)
+    assert len(small[1]) == len(large[1]) == 7  # 1 + QR 2 + inv 3 (LU, 2 substitutions) + 1
+    assert len(ops_for(3)[1]) == 1  # the rotations' 5 x 3 steps loop, the others' 3 do not
     assert large[0] <= small[0] + 10 and large[1] == small[1], (small, large)
 
     def unrolled(torch: Any, step: Any, count: int, *carried: Any, reads: Any = ()) -> Any:
@@ -413,7 +410,7 @@ def test_frame_and_fit_run_on_the_slim_cpu_runtime(tmp_path: Path) -> None:
 
 
 class TallQR(torch.nn.Module):
-    """A QR of 70 x 6 matrices: more rows than LOOP_SIZE_LIMIT, so no form."""
+    """A QR of 70 x 6 matrices: more rows than SIZE_LIMIT, so no form."""
 
     def forward(self, x: Any) -> Any:
         return torch.linalg.qr(x.view(-1, 70, 6))[1].relu()

@@ -44,7 +44,7 @@ from shimkit.aot.inductor_options import (
     inductor_configs,
     unfreezable_calls,
 )
-from shimkit.aot.linalg import LOOP_SIZE_LIMIT, SIZE_LIMIT, linalg_in_math_form
+from shimkit.aot.linalg import SIZE_LIMIT, linalg_in_math_form
 from shimkit.aot.median import median_in_math_form, whole_medians_in_sort_form
 from shimkit.aot.merge_sort import long_sorts_in_merge_form
 from shimkit.aot.mode import modes_in_dense_form
@@ -452,9 +452,8 @@ def in_math_form(
          "linear algebra call(s) (inv, solve, det, slogdet, cholesky, triangular solves, qr, "
          "svd, eigh, pinv)",
          f"compiled in their math form (LU, Cholesky, Householder and Jacobi steps on matrices "
-         f"of at most {SIZE_LIMIT} rows and columns, {LOOP_SIZE_LIMIT} for qr, svd, eigh and "
-         "pinv; this torch has no C shim for them; a singular matrix gives inf/NaN, not an "
-         "error)"),
+         f"of at most {SIZE_LIMIT} rows and columns; this torch has no C shim for them; a "
+         "singular matrix gives inf/NaN, not an error)"),
         # Last, on what the others made; for the slim targets only.
         (slim, fft_in_math_form, "Fourier transform or complex-valued call(s)",
          "compiled in their math form (DFTs as matrix products, complex values as real pairs; "

@@ -4,7 +4,7 @@ targets (shimkit.aot.linalg writes the calls; this module has the steps).
 `torch.linalg.qr` (and the older `torch.qr`) has no C shim in any torch: a blob with it
 calls libtorch's proxy executor. Models call it on data to orthonormalise a few vectors (a
 frame from two directions, a basis for a subspace, a whitening step). For a matrix of static
-size m x n, both at most `linalg.LOOP_SIZE_LIMIT`, the factorisation is min(m, n)
+size m x n, both at most `linalg.SIZE_LIMIT`, the factorisation is min(m, n)
 reflections, each a handful of reductions and elementwise ops, so Inductor generates the
 kernels on either device. Every reflection is the same ops on the whole matrix, its row and
 column given by masks that move one place a step, so the graph holds one in a loop
@@ -20,12 +20,6 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot import loop
-
-
-def _shifted(torch: ModuleType, mask: Any, forward: bool = True) -> Any:
-    """`mask` [k] moved one place later (or earlier), False coming in."""
-    none = torch.zeros_like(mask[:1])
-    return torch.cat([none, mask[:-1]]) if forward else torch.cat([mask[1:], none])
 
 
 def _reflected(v: Any, tau: Any, a: Any) -> Any:
@@ -65,7 +59,7 @@ def qr(torch: ModuleType, a: Any, q_columns: int | None, r_rows: int) -> tuple[A
         kept = column_k[:count]
         vectors = torch.where(kept, v.unsqueeze(-1), vectors)
         taus = torch.where(kept, tau, taus)
-        return r, vectors, taus, *(_shifted(torch, mask) for mask in at)
+        return r, vectors, taus, *(loop.shifted(torch, mask) for mask in at)
 
     batch = a.shape[:-2]
     r, vectors, taus, *_ = loop.repeated(
@@ -89,7 +83,7 @@ def qr(torch: ModuleType, a: Any, q_columns: int | None, r_rows: int) -> tuple[A
     def unreflect(basis: Any, column_k: Any, vectors: Any, taus: Any) -> tuple[Any, Any]:
         v = torch.where(column_k, vectors, 0.0).sum(-1)
         tau = torch.where(column_k, taus, 0.0).sum(-1, keepdim=True)
-        return _reflected(v, tau, basis), _shifted(torch, column_k, forward=False)
+        return _reflected(v, tau, basis), loop.shifted(torch, column_k, forward=False)
 
     eye = torch.eye(m, q_columns, dtype=a.dtype, device=a.device).expand(*batch, m, q_columns)
     last = torch.arange(count, device=a.device) == count - 1

@@ -7,23 +7,21 @@ them calls libtorch's proxy executor, which no slim runtime has, so compile woul
 model. They appear in real models on data, not only on weights (a pose head aligning
 keypoints, a Kalman or Gaussian-process step, camera intrinsics inverted per sample, a
 rotation orthonormalised from a network's output); freezing folds the ones on weights
-alone. For matrices of a static size, compile writes them as elementary steps (unrolled, or
-one step in a loop where every step is alike) so Inductor generates the kernels on either
-device:
+alone. For matrices of a static size of at most `SIZE_LIMIT` rows and columns, compile
+writes them as elementary steps, each kind one step in a loop (`shimkit.aot.loop`: the step's
+row and column given by masks moved one place a step, so every step is the same ops), so
+Inductor generates the kernels once, on either device:
 
 - LU with partial pivoting (LAPACK's getrf: the first largest magnitude in the column is
   the pivot, rows swapped whole), giving det (the product of U's diagonal, negated per
-  swap), slogdet, and solve and inv by forward and back substitution; square matrices of
-  at most `SIZE_LIMIT` rows;
-- Cholesky (column by column) for `cholesky` and `cholesky_solve`, the same sizes;
+  swap), slogdet, and solve and inv by forward and back substitution (a row a step);
+- Cholesky (a column a step) for `cholesky` and `cholesky_solve`;
 - substitution alone for `solve_triangular` (a left-hand side only);
-- Householder reflections for QR, any mode, of matrices of at most `LOOP_SIZE_LIMIT` rows
-  and columns (`shimkit.aot.householder`: LAPACK's reflections, so torch's Q and R, signs
-  too; a loop of one reflection);
+- Householder reflections for QR, any mode (`shimkit.aot.householder`: LAPACK's
+  reflections, so torch's Q and R, signs too);
 - Jacobi rotations for SVD and eigh (`shimkit.aot.jacobi`): eigh of square matrices, the
   SVD (reduced or full) of any shape, and `pinv` from them as torch computes it (its
-  tolerances too), for matrices of at most `LOOP_SIZE_LIMIT` rows and columns (a loop of
-  one rotation step).
+  tolerances too).
 
 What differs from torch: a singular matrix (or one that is not positive definite for
 Cholesky) gives inf or NaN where torch raises, since a blob cannot raise; singular vectors
@@ -38,28 +36,25 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot import householder, jacobi
+from shimkit.aot import householder, jacobi, loop
 from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 
-# The largest matrix side written out: the LU, Cholesky and substitution steps are unrolled,
-# so their graphs grow with the cube of it.
-SIZE_LIMIT = 16
-# The largest side for the forms that are one step in a loop (QR, SVD, eigh, pinv): their
-# graphs do not grow with it, their run time does (about n^3 per sweep, `jacobi._sweeps`
-# measured up to it).
-LOOP_SIZE_LIMIT = 64
+# The largest matrix side taken. Every form is one step in a loop (`shimkit.aot.loop`), so
+# the graph does not grow with it; the run time does (about n^3 a step for the Jacobi sweeps,
+# whose counts `jacobi._sweeps` measured up to it).
+SIZE_LIMIT = 64
 QR_MODES = ("reduced", "complete", "r")
 
 
-def _fits(matrix: Any, square: bool = True, limit: int = SIZE_LIMIT) -> bool:
+def _fits(matrix: Any, square: bool = True) -> bool:
     """Whether a form takes `matrix`: float32 or float64 (LAPACK's real types), square (unless
-    not `square`), its rows and columns static and at most `limit` (any batch dims)."""
+    not `square`), its rows and columns static and at most `SIZE_LIMIT` (any batch dims)."""
     if not (matrix.dtype.is_floating_point and matrix.dtype.itemsize >= 4) or matrix.dim() < 2:
         return False
     rows, cols = matrix.shape[-2], matrix.shape[-1]
     if not (type(rows) is int and type(cols) is int and min(rows, cols) >= 1):
         return False
-    return max(rows, cols) <= limit and (rows == cols or not square)
+    return max(rows, cols) <= SIZE_LIMIT and (rows == cols or not square)
 
 
 def _argument_fits(node: Any, fits: Any = _fits, index: int = 0) -> bool:
@@ -109,79 +104,92 @@ def _pseudo_inverse(torch: ModuleType, a: Any, atol: Any, rtol: Any, hermitian: 
 
 
 def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
-    """(rows of U as a list, each [..., n], with L's factors below the diagonal as getrf
-    packs them; the row order as indices [..., n]; the sign of that permutation [...])."""
+    """(LU [..., n, n]: U on and above the diagonal, L's factors below it, as getrf packs them;
+    the row order as indices [..., n]; the sign of that permutation [...]). One elimination
+    step in a loop, its row and column given by masks moved one place a step."""
     n = a.shape[-1]
-    rows = [a[..., i, :] for i in range(n)]
-    order = torch.arange(n, device=a.device).expand(a.shape[:-1])
+    positions = torch.arange(n, device=a.device)
+
+    def eliminate(lu: Any, order: Any, sign: Any, at_k: Any, after_k: Any) -> tuple[Any, ...]:
+        column = torch.where(at_k, lu, 0.0).sum(-1)  # column k, every row
+        # The first largest magnitude at or below row k, as LAPACK's idamax.
+        pivot = torch.where(after_k | at_k, column.abs(), -1.0).argmax(-1)
+        is_pivot = torch.arange(n, device=lu.device) == pivot.unsqueeze(-1)
+        pivot_row = lu.gather(-2, pivot[..., None, None].expand(*lu.shape[:-2], 1, n))
+        row_k = torch.where(at_k.unsqueeze(-1), lu, 0.0).sum(-2, keepdim=True)
+        # Rows k and pivot swapped whole, in every batch.
+        lu = torch.where(
+            at_k.unsqueeze(-1), pivot_row, torch.where(is_pivot.unsqueeze(-1), row_k, lu)
+        )
+        order_k = torch.where(at_k, order, 0).sum(-1, keepdim=True)
+        order = torch.where(
+            at_k, order.gather(-1, pivot.unsqueeze(-1)), torch.where(is_pivot, order_k, order)
+        )
+        sign = torch.where((is_pivot & at_k).any(-1), sign, -sign)
+        column = torch.where(at_k, lu, 0.0).sum(-1)
+        factor = (column / torch.where(at_k, column, 0.0).sum(-1, keepdim=True)).unsqueeze(-1)
+        below = after_k.unsqueeze(-1)
+        lu = torch.where(
+            below & after_k,
+            lu - factor * pivot_row,
+            torch.where(below & at_k, factor, lu),
+        )
+        return lu, order, sign, *(loop.shifted(torch, mask) for mask in (at_k, after_k))
+
+    order = positions.expand(a.shape[:-1])
     sign = torch.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
-    for k in range(n):
-        if k < n - 1:
-            column = torch.stack([rows[i][..., k] for i in range(k, n)], -1).abs()
-            pivot = column.argmax(-1) + k  # the first largest, as LAPACK's idamax
-            # Swap row k with the pivot's row in every batch: a select per row.
-            top = rows[k]
-            for i in range(k + 1, n):
-                here = (pivot == i).unsqueeze(-1)
-                rows[k] = torch.where(here, rows[i], rows[k])
-                rows[i] = torch.where(here, top, rows[i])
-            positions = torch.arange(n, device=a.device)
-            swapped = torch.where(
-                positions == k,
-                pivot.unsqueeze(-1),
-                torch.where(positions == pivot.unsqueeze(-1), k, positions),
-            )
-            order = order.gather(-1, swapped)
-            sign = torch.where(pivot != k, -sign, sign)
-        head = rows[k][..., k : k + 1]
-        for i in range(k + 1, n):
-            factor = rows[i][..., k : k + 1] / head
-            rest = rows[i][..., k + 1 :] - factor * rows[k][..., k + 1 :]
-            rows[i] = torch.cat([rows[i][..., :k], factor, rest], -1)
-    return rows, order, sign
+    lu, order, sign, *_ = loop.repeated(
+        torch, eliminate, n, a, order, sign, positions == 0, positions > 0
+    )
+    return lu, order, sign
 
 
-def _diagonal(torch: ModuleType, rows: list[Any]) -> Any:
-    return torch.stack([row[..., i] for i, row in enumerate(rows)], -1)
+def _substitute(torch: ModuleType, t: Any, b: Any, upper: bool, unit: bool) -> Any:
+    """X with T X = B for the triangle of `t` [..., n, n] (its other entries unread; with
+    `unit` its diagonal too, taken as ones); B [..., n, k]. One row solved a step, in a loop."""
+    n = t.shape[-1]
+    positions = torch.arange(n, device=t.device)
 
+    def solve_row(x: Any, at_i: Any, solved: Any, t: Any, b: Any) -> tuple[Any, Any, Any]:
+        row = torch.where(at_i.unsqueeze(-1), t, 0.0).sum(-2)  # row i of T
+        known = torch.where(solved, row, 0.0).unsqueeze(-1)  # its entries of solved rows
+        value = torch.where(at_i.unsqueeze(-1), b, 0.0).sum(-2) - (known * x).sum(-2)
+        if not unit:
+            value = value / torch.where(at_i, row, 0.0).sum(-1, keepdim=True)
+        x = torch.where(at_i.unsqueeze(-1), value.unsqueeze(-2), x)
+        return x, loop.shifted(torch, at_i, forward=not upper), solved | at_i
 
-def _substitute(torch: ModuleType, rows: list[Any], b: Any, upper: bool, unit: bool) -> Any:
-    """X with T X = B for the triangle of `rows` (T's rows, [..., n] each); B [..., n, k]."""
-    n = len(rows)
-    solved: dict[int, Any] = {}
-    for i in reversed(range(n)) if upper else range(n):
-        value = b[..., i, :]
-        for j in solved:
-            value = value - rows[i][..., j : j + 1] * solved[j]
-        solved[i] = value if unit else value / rows[i][..., i : i + 1]
-    return torch.stack([solved[i] for i in range(n)], -2)
+    first = positions == (n - 1 if upper else 0)
+    return loop.repeated(
+        torch, solve_row, n, torch.zeros_like(b), first, positions < 0, reads=(t, b)
+    )[0]
 
 
 def _lu_solve(torch: ModuleType, a: Any, b: Any) -> Any:
-    rows, order, _ = _lu(torch, a)
+    lu, order, _ = _lu(torch, a)
     permuted = b.gather(-2, order.unsqueeze(-1).expand(b.shape))
-    y = _substitute(torch, rows, permuted, upper=False, unit=True)
-    return _substitute(torch, rows, y, upper=True, unit=False)
+    y = _substitute(torch, lu, permuted, upper=False, unit=True)
+    return _substitute(torch, lu, y, upper=True, unit=False)
 
 
-def _cholesky_rows(torch: ModuleType, a: Any) -> list[Any]:
-    """The rows of L ([..., n] each, zeros above the diagonal) with L L^T = A."""
+def _cholesky(torch: ModuleType, a: Any) -> Any:
+    """L [..., n, n] (zeros above the diagonal) with L L^T = A, from A's lower triangle: one
+    column a step, in a loop."""
     n = a.shape[-1]
-    columns: list[Any] = []  # column j of L below and on the diagonal, [..., n - j]
-    for j in range(n):
-        rest = a[..., j:, j]
-        for p in range(j):
-            # L[j:, p] * L[j, p] (column p holds rows p..n-1).
-            below = columns[p][..., j - p :]
-            rest = rest - below * columns[p][..., j - p : j - p + 1]
-        root = rest[..., :1].sqrt()
-        columns.append(torch.cat([root, rest[..., 1:] / root], -1))
-    zero = torch.zeros((*a.shape[:-2], 1), dtype=a.dtype, device=a.device)
-    rows = []
-    for i in range(n):
-        entries = [columns[j][..., i - j : i - j + 1] for j in range(i + 1)]
-        rows.append(torch.cat(entries + [zero] * (n - i - 1), -1))
-    return rows
+    positions = torch.arange(n, device=a.device)
+
+    def next_column(lower: Any, at_j: Any, after_j: Any, a: Any) -> tuple[Any, Any, Any]:
+        # A's column j less L[:, :j] L[j, :j] (L's columns from j on are still zero).
+        row_j = torch.where(at_j.unsqueeze(-1), lower, 0.0).sum(-2, keepdim=True)
+        rest = torch.where(at_j, a, 0.0).sum(-1) - (lower * row_j).sum(-1)
+        root = torch.where(at_j, rest, 0.0).sum(-1, keepdim=True).sqrt()
+        column = torch.where(at_j, root, torch.where(after_j, rest / root, 0.0))
+        lower = torch.where(at_j, column.unsqueeze(-1), lower)
+        return lower, loop.shifted(torch, at_j), loop.shifted(torch, after_j)
+
+    return loop.repeated(
+        torch, next_column, n, torch.zeros_like(a), positions == 0, positions > 0, reads=(a,)
+    )[0]
 
 
 def _broadcast(torch: ModuleType, a: Any, b: Any) -> tuple[Any, Any]:
@@ -211,14 +219,14 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     def det(a: Any) -> Any:
         if not _fits(a):
             return NotImplemented
-        rows, _, sign = _lu(torch, a)
-        return sign * _diagonal(torch, rows).prod(-1)
+        lu, _, sign = _lu(torch, a)
+        return sign * torch.diagonal(lu, dim1=-2, dim2=-1).prod(-1)
 
     def slogdet(a: Any) -> tuple[Any, Any]:
         if not _fits(a):
             return NotImplemented
-        rows, _, sign = _lu(torch, a)
-        diagonal = _diagonal(torch, rows)
+        lu, _, sign = _lu(torch, a)
+        diagonal = torch.diagonal(lu, dim1=-2, dim2=-1)
         return sign * diagonal.sign().prod(-1), diagonal.abs().log().sum(-1)
 
     def logdet(a: Any) -> Any:
@@ -230,7 +238,7 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
     def cholesky(a: Any, upper: bool = False) -> Any:
         if not _fits(a):
             return NotImplemented
-        lower = torch.stack(_cholesky_rows(torch, a), -2)
+        lower = _cholesky(torch, a)
         return lower.transpose(-2, -1) if upper else lower
 
     def cholesky_solve(b: Any, factor: Any, upper: bool = False) -> Any:
@@ -238,11 +246,8 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
             return NotImplemented
         lower = factor.transpose(-2, -1) if upper else factor
         lower, b = _broadcast(torch, lower, b)
-        n = lower.shape[-1]
-        rows = [lower[..., i, :] for i in range(n)]
-        y = _substitute(torch, rows, b, upper=False, unit=False)
-        transposed = lower.transpose(-2, -1)
-        return _substitute(torch, [transposed[..., i, :] for i in range(n)], y, True, False)
+        y = _substitute(torch, lower, b, upper=False, unit=False)
+        return _substitute(torch, lower.transpose(-2, -1), y, upper=True, unit=False)
 
     def solve_triangular(
         a: Any, b: Any, upper: bool, left: bool = True, unitriangular: bool = False
@@ -250,32 +255,31 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         if not (_fits(a) and left):
             return NotImplemented
         a, b = _broadcast(torch, a, b)
-        rows = [a[..., i, :] for i in range(a.shape[-1])]
-        return _substitute(torch, rows, b, upper, unitriangular)
+        return _substitute(torch, a, b, upper, unitriangular)
 
     def svd(a: Any, full_matrices: bool = True, driver: Any = None) -> Any:
-        if not _fits(a, False, LOOP_SIZE_LIMIT):
+        if not _fits(a, square=False):
             return NotImplemented
         return jacobi.svd(torch, a, full_matrices)
 
     def svdvals(a: Any, driver: Any = None) -> Any:
-        if not _fits(a, False, LOOP_SIZE_LIMIT):
+        if not _fits(a, square=False):
             return NotImplemented
         return jacobi.singular_values(torch, a)
 
     def old_svd(a: Any, some: bool = True, compute_uv: bool = True) -> Any:
-        if not (_fits(a, False, LOOP_SIZE_LIMIT) and compute_uv):
+        if not (_fits(a, square=False) and compute_uv):
             return NotImplemented
         u, values, vh = jacobi.svd(torch, a, full_matrices=not some)
         return u, values, vh.transpose(-2, -1)  # torch.svd returns V
 
     def pinv(a: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
-        if not _fits(a, hermitian, LOOP_SIZE_LIMIT):
+        if not _fits(a, square=hermitian):
             return NotImplemented
         return _pseudo_inverse(torch, a, atol, rtol, hermitian)
 
     def qr(a: Any, mode: str = "reduced") -> Any:
-        if not _fits(a, False, LOOP_SIZE_LIMIT) or mode not in QR_MODES:
+        if not _fits(a, square=False) or mode not in QR_MODES:
             return NotImplemented
         m, n = a.shape[-2], a.shape[-1]
         complete = mode == "complete"
@@ -286,33 +290,30 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         return qr(a, "reduced" if some else "complete")
 
     def eigh(a: Any, UPLO: str = "L") -> Any:  # torch's argument names: given by keyword
-        if not _fits(a, True, LOOP_SIZE_LIMIT):
+        if not _fits(a):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")
 
     def eigvalsh(a: Any, UPLO: str = "L") -> Any:
-        if not _fits(a, True, LOOP_SIZE_LIMIT):
+        if not _fits(a):
             return NotImplemented
         return jacobi.eigh(torch, a, lower=UPLO.upper() == "L")[0]
 
     def square(node: Any) -> bool:
         return _argument_fits(node)
 
-    def looped_square(node: Any) -> bool:
-        return _argument_fits(node, lambda a: _fits(a, True, LOOP_SIZE_LIMIT))
-
-    def looped_any_shape(node: Any) -> bool:
-        return _argument_fits(node, lambda a: _fits(a, False, LOOP_SIZE_LIMIT))
+    def any_shape(node: Any) -> bool:
+        return _argument_fits(node, lambda a: _fits(a, square=False))
 
     def old_svd_call(node: Any) -> bool:
-        return looped_any_shape(node) and bool(argument(node, 2, "compute_uv", True))
+        return any_shape(node) and bool(argument(node, 2, "compute_uv", True))
 
     def pinv_call(node: Any) -> bool:
         hermitian = argument(node, 3, "hermitian", False)
-        return looped_square(node) if hermitian else looped_any_shape(node)
+        return square(node) if hermitian else any_shape(node)
 
     def qr_call(node: Any) -> bool:
-        return looped_any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
+        return any_shape(node) and argument(node, 1, "mode", "reduced") in QR_MODES
 
     def solve_call(node: Any) -> bool:
         rhs = input_shape(node, 1)
@@ -336,15 +337,15 @@ def _forms(torch: ModuleType) -> dict[Any, Any]:
         aten.linalg_cholesky.default: (cholesky, square),
         aten.cholesky_solve.default: (cholesky_solve, cholesky_solve_call),
         aten.linalg_solve_triangular.default: (solve_triangular, triangular_call),
-        aten.linalg_svd.default: (svd, looped_any_shape),
-        aten.linalg_svdvals.default: (svdvals, looped_any_shape),
+        aten.linalg_svd.default: (svd, any_shape),
+        aten.linalg_svdvals.default: (svdvals, any_shape),
         aten.svd.default: (old_svd, old_svd_call),
         aten.linalg_pinv.atol_rtol_tensor: (pinv, pinv_call),
         aten.linalg_pinv.atol_rtol_float: (pinv, pinv_call),
         aten.linalg_qr.default: (qr, qr_call),
-        aten.qr.default: (old_qr, looped_any_shape),
-        aten.linalg_eigh.default: (eigh, looped_square),
-        aten.linalg_eigvalsh.default: (eigvalsh, looped_square),
+        aten.qr.default: (old_qr, any_shape),
+        aten.linalg_eigh.default: (eigh, square),
+        aten.linalg_eigvalsh.default: (eigvalsh, square),
     }
 
 

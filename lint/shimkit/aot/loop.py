@@ -52,3 +52,10 @@ def repeated(
     # Copies: the loop's carried values may not alias one another (torch refuses the loop).
     owned = tuple(value.clone() for value in carried)
     return tuple(while_loop_op(more, body, (counter, *owned), tuple(reads)))[1:]
+
+
+def shifted(torch: ModuleType, mask: Any, forward: bool = True) -> Any:
+    """`mask` [k] moved one place later (or earlier), False coming in: a step's position,
+    carried from one step to the next (the step's ops hold no index)."""
+    none = torch.zeros_like(mask[:1])
+    return torch.cat([none, mask[:-1]]) if forward else torch.cat([mask[1:], none])
