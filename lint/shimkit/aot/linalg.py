@@ -40,8 +40,8 @@ from shimkit.aot import householder, jacobi, loop
 from shimkit.aot.decompose import argument, input_shape, rewrite_calls
 
 # The largest matrix side taken. Every form is one step in a loop (`shimkit.aot.loop`), so
-# the graph does not grow with it; the run time does (about n^3 a step for the Jacobi sweeps,
-# whose counts `jacobi._sweeps` measured up to it).
+# the graph does not grow with it; the run time does (about n^3 a sweep for the Jacobi
+# rotations, whose sweep counts `jacobi._sweeps` measured up to it).
 SIZE_LIMIT = 64
 QR_MODES = ("reduced", "complete", "r")
 
@@ -114,6 +114,7 @@ def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
         column = torch.where(at_k, lu, 0.0).sum(-1)  # column k, every row
         # The first largest magnitude at or below row k, as LAPACK's idamax.
         pivot = torch.where(after_k | at_k, column.abs(), -1.0).argmax(-1)
+        # Made here: a loop's step may not close over the graph's tensors (`positions`).
         is_pivot = torch.arange(n, device=lu.device) == pivot.unsqueeze(-1)
         pivot_row = lu.gather(-2, pivot[..., None, None].expand(*lu.shape[:-2], 1, n))
         row_k = torch.where(at_k.unsqueeze(-1), lu, 0.0).sum(-2, keepdim=True)
