@@ -1,5 +1,6 @@
 """A step repeated a fixed number of times as one loop in an exported graph, for the math
-forms whose steps are all alike (shimkit.aot.jacobi's rotations, .householder's reflections).
+forms whose steps are all alike (shimkit.aot.jacobi's rotations, .householder's reflections,
+.linalg's LU eliminations, substitutions and Cholesky columns).
 
 Written out one after another, n steps are n copies of their ops, and Inductor's compile
 time grows with them (a 16-column SVD took minutes). As a while_loop, the graph holds the step
