@@ -2,10 +2,12 @@
 """Real models: the slim CPU runtime vs torch's AOTIModelContainerRunnerCpu, same model, same run.
 
 Each model (ResNet-18 and MobileNetV2 at 224x224, batch 1; a GPT transformer block; an STFT
-audio net; definitions in tests/models/zoo.py) is compiled twice from one ExportedProgram:
-prefixed with `shimkit compile`'s API for the slim runtime, and unprefixed with
-`aoti_compile_and_package` for torch's runner (the audio net's as exported: torch's runner
-keeps its own FFT kernels where the slim side gets matrix products). Both are loaded in this
+audio net; two linear algebra heads: inverses, solves, Cholesky and determinants (pose_head),
+SVD, QR and eigh (geometry); definitions in tests/models/zoo.py) is compiled twice from one
+ExportedProgram: prefixed with `shimkit compile`'s API for the slim runtime, and unprefixed
+with `aoti_compile_and_package` for torch's runner (the audio net's and the linear algebra
+heads' as exported: torch's runner keeps its own FFT kernels and LAPACK where the slim side
+gets matrix products and the math forms' steps). Both are loaded in this
 one process; their outputs are compared, then the two are timed in interleaved rounds (the
 order alternates every round, so load spikes hit both) and the median per-call times and
 their ratio are printed, with the machine's load average. Memory comes from a fresh process
@@ -22,7 +24,7 @@ Compiled packages are cached under build/bench-models/ (keyed by zoo.py, the ren
 the prefix file and torch's version).
 
 Usage: .venv/bin/python bench/bench_models.py [--rounds R] [--calls N] [--threads T]
-       [--models resnet18,mobilenet_v2,transformer_block,audio] [--json OUT]
+       [--models resnet18,mobilenet_v2,transformer_block,audio,pose_head,geometry] [--json OUT]
 """
 
 from __future__ import annotations
@@ -45,10 +47,13 @@ MODELS: dict[str, tuple[str, float | None]] = {
     "mobilenet_v2": ("mobilenet_v2_full", 1.0),
     "transformer_block": ("transformer_block", 1.0),
     "audio": ("audio", None),
+    "pose_head": ("pose_head", None),
+    "geometry": ("geometry", None),
 }
 # Models whose math forms exist for the slim runtime only (Fourier transforms as matrix
-# products): torch's runner runs the program as exported, with its own FFT kernels.
-PEER_AS_EXPORTED = {"audio"}
+# products, linear algebra as LU, Cholesky, Householder and Jacobi steps): torch's runner
+# runs the program as exported, with its own FFT kernels and LAPACK.
+PEER_AS_EXPORTED = {"audio", "pose_head", "geometry"}
 
 
 def _parse_args() -> argparse.Namespace:

@@ -264,6 +264,20 @@ def test_rotations_and_reflections_are_one_step_in_a_loop_whatever_the_size() ->
     assert written_out[1] == [] and written_out[0] > 10 * large[0], (large, written_out)
 
 
+def test_picked_takes_a_column_or_a_row_at_a_position_mask() -> None:
+    """loop.picked, the steps' way to read at a position: a column, a row (`rows`), kept dims,
+    integer values kept integer (control: another position gives other entries)."""
+    m = torch.arange(12.0).view(3, 4)
+    at_column, at_row = torch.arange(4) == 2, torch.arange(3) == 1
+    assert torch.equal(loop.picked(torch, m, at_column), m[:, 2])
+    assert torch.equal(loop.picked(torch, m, at_column, keepdim=True), m[:, 2:3])
+    assert torch.equal(loop.picked(torch, m, at_row, rows=True), m[1])
+    assert torch.equal(loop.picked(torch, m, at_row, rows=True, keepdim=True), m[1:2])
+    order = loop.picked(torch, torch.arange(4), at_column)
+    assert order.dtype == torch.int64 and int(order) == 2
+    assert not torch.equal(loop.picked(torch, m, torch.arange(4) == 3), m[:, 2])
+
+
 @pytest.mark.parametrize("n", [4, 8])
 def test_small_eigenvalues_of_an_ill_conditioned_covariance(n: int) -> None:
     """float32 covariances of condition 1e4: the smallest eigenvalue within LAPACK's own

@@ -712,6 +712,39 @@ class PoseHead(nn.Module):
         return rays, torch.linalg.cholesky(cov), weights, spread, torch.linalg.det(camera)
 
 
+class Geometry(nn.Module):
+    """Linear algebra on what a network regresses, as geometry heads do it: a homography by
+    DLT from four correspondences (the right singular vector of the 8x9 system's smallest
+    singular value, so a full SVD), a rotation from a 6-D head (the Q of a 3x2 QR), a
+    complete QR of 12x5 features, and whitening by the eigenvectors of an 8x8 covariance.
+    Outputs free of the factorizations' sign choices: the homography scaled to h33 = 1, |R|
+    and the whitened features' magnitudes."""
+
+    def __init__(self, features: int = 32) -> None:
+        super().__init__()
+        self.correspondences = nn.Linear(features, 16)
+        self.rotation = nn.Linear(features, 6)
+        self.frames = nn.Linear(features, 60)
+        self.samples = nn.Linear(features, 16 * 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        px, py, u, v = self.correspondences(x).view(-1, 4, 4).unbind(-1)
+        one, zero = torch.ones_like(px), torch.zeros_like(px)
+        upper = torch.stack([-px, -py, -one, zero, zero, zero, u * px, u * py, u], -1)
+        lower = torch.stack([zero, zero, zero, -px, -py, -one, v * px, v * py, v], -1)
+        _, _, vh = torch.linalg.svd(torch.cat([upper, lower], -2))
+        homography = vh[..., -1, :].view(-1, 3, 3)
+        homography = homography / homography[..., 2:, 2:]
+        rotation, _ = torch.linalg.qr(self.rotation(x).view(-1, 3, 2))
+        frame, triangle = torch.linalg.qr(self.frames(x).view(-1, 12, 5), mode="complete")
+        samples = self.samples(x).view(-1, 16, 8)
+        samples = samples - samples.mean(1, keepdim=True)
+        cov = samples.mT @ samples / 15 + 0.1 * torch.eye(8, device=x.device)
+        values, vectors = torch.linalg.eigh(cov)
+        white = samples @ vectors / values.sqrt().unsqueeze(-2)
+        return homography, rotation, frame[..., :5], triangle.abs(), values, white.abs()
+
+
 def _randn(*shape: int) -> torch.Tensor:
     return torch.randn(*shape)
 
@@ -898,6 +931,11 @@ def _transformer_block() -> ZooModel:
     return ZooModel(Block(256, 8, 8).eval(), (_randn(1, 128, 256),))
 
 
+def _geometry() -> ZooModel:
+    _seeded(34)
+    return ZooModel(Geometry().eval(), (_randn(16, 32),))
+
+
 ZOO: dict[str, Callable[[], ZooModel]] = {
     "resnet": _resnet,
     "mobilenet_v2": _mobilenet,
@@ -925,6 +963,7 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "resnet18": _resnet18,
     "mobilenet_v2_full": _mobilenet_v2_full,
     "transformer_block": _transformer_block,
+    "geometry": _geometry,
 }
 # What the test suite compiles (the rest are bench/bench_models.py's full-size models).
 SUITE = list(ZOO)[: list(ZOO).index("resnet18")]

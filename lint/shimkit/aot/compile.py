@@ -35,6 +35,7 @@ from shimkit.aot.fake_quantize import fake_quantize_in_math_form
 from shimkit.aot.fft import fft_in_math_form
 from shimkit.aot.grid_sample import grid_sampler_3d_in_math_form
 from shimkit.aot.histogram import histograms_in_index_add_form
+from shimkit.aot.incomplete_gamma import incomplete_gammas_in_series_form
 from shimkit.aot.indexing import masks_in_integer_form
 from shimkit.aot.inductor_options import (
     CPU_INFERENCE_OPTIONS,
@@ -367,7 +368,8 @@ def in_math_form(
     `.embedding_bag`; direct cdist/pdist, `.distance`; baddbmm/addbmm, `.baddbmm`;
     amax/amin/prod/mean, boolean and int64 scatters, `.scatter`; the average and adaptive pools
     Inductor leaves to fallbacks, `.pooling`; histc, `.histogram`; mode, `.mode`; whole-tensor
-    medians, `.median`; digamma, polygamma and zeta, `.polygamma`), and one note per kind rewritten,
+    medians, `.median`; digamma, polygamma and zeta, `.polygamma`; the incomplete gamma
+    functions, `.incomplete_gamma`), and one note per kind rewritten,
     saying so. 3-D grid sampling, antialiased resizing, medians along a dim, multinomial
     sampling, bincount, unique and norm-limited embedding lookups are always rewritten where
     the installed torch has no C shim for them
@@ -445,6 +447,9 @@ def in_math_form(
         (slim_cuda, polygammas_in_series_form, "digamma/polygamma/zeta call(s)",
          "compiled in ATen's series form (Inductor generates it on CUDA; this torch has no C "
          "shim for them)"),
+        (slim_cuda, incomplete_gammas_in_series_form, "igamma/igammac call(s)",
+         "compiled as a series and a continued fraction (Inductor generates them on CUDA; the "
+         "slim CUDA shims have no igamma; within float32's precision for a up to ~500)"),
         (slim, masks_in_integer_form, "boolean-mask or cross-device index call(s)",
          "compiled as integer indexing on the indexed tensor's device (a mask's nonzero "
          "positions; Inductor generates the gather; the slim shims have no general index)"),

@@ -47,6 +47,15 @@ def static_numel(shape: tuple[Any, ...] | None) -> int | None:
     return count
 
 
+def computation_dtypes(torch: Any, result: Any) -> tuple[Any, Any]:
+    """(the type ATen's CUDA kernels compute in, the result's type) for an elementwise
+    function whose result has type `result`: float64 for float64, float32 for the rest (an
+    integer type promoted to the default floating-point type, as torch does)."""
+    if not result.is_floating_point:
+        result = torch.get_default_dtype()
+    return (torch.float64 if result == torch.float64 else torch.float32), result
+
+
 def argument(node: Any, index: int, name: str, default: Any) -> Any:
     """A call's argument by position or keyword, or its schema default."""
     if name in node.kwargs:

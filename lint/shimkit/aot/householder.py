@@ -40,8 +40,8 @@ def qr(torch: ModuleType, a: Any, q_columns: int | None, r_rows: int) -> tuple[A
     # Step k's row and column, as masks moved one place a step (the step holds no index).
     def reflect(r: Any, vectors: Any, taus: Any, *at: Any) -> tuple[Any, ...]:
         row_k, below_k, column_k, after_k = at
-        column = torch.where(column_k, r, 0.0).sum(-1)  # [..., m]
-        alpha = torch.where(row_k, column, 0.0).sum(-1, keepdim=True)
+        column = loop.picked(torch, r, column_k)  # [..., m]
+        alpha = loop.picked(torch, column, row_k, keepdim=True)
         tail = torch.where(below_k, column, 0.0)
         # LAPACK's dlarfg: no reflection (tau 0) where the tail is zero, the last row's
         # single entry included.
@@ -81,8 +81,8 @@ def qr(torch: ModuleType, a: Any, q_columns: int | None, r_rows: int) -> tuple[A
     # orgqr: Q = H_0 H_1 ... H_{k-1} applied to the first columns of the identity, the last
     # reflection first.
     def unreflect(basis: Any, column_k: Any, vectors: Any, taus: Any) -> tuple[Any, Any]:
-        v = torch.where(column_k, vectors, 0.0).sum(-1)
-        tau = torch.where(column_k, taus, 0.0).sum(-1, keepdim=True)
+        v = loop.picked(torch, vectors, column_k)
+        tau = loop.picked(torch, taus, column_k, keepdim=True)
         return _reflected(v, tau, basis), loop.shifted(torch, column_k, forward=False)
 
     eye = torch.eye(m, q_columns, dtype=a.dtype, device=a.device).expand(*batch, m, q_columns)

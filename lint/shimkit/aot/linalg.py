@@ -111,24 +111,24 @@ def _lu(torch: ModuleType, a: Any) -> tuple[Any, Any, Any]:
     positions = torch.arange(n, device=a.device)
 
     def eliminate(lu: Any, order: Any, sign: Any, at_k: Any, after_k: Any) -> tuple[Any, ...]:
-        column = torch.where(at_k, lu, 0.0).sum(-1)  # column k, every row
+        column = loop.picked(torch, lu, at_k)  # column k, every row
         # The first largest magnitude at or below row k, as LAPACK's idamax.
         pivot = torch.where(after_k | at_k, column.abs(), -1.0).argmax(-1)
         # Made here: a loop's step may not close over the graph's tensors (`positions`).
         is_pivot = torch.arange(n, device=lu.device) == pivot.unsqueeze(-1)
         pivot_row = lu.gather(-2, pivot[..., None, None].expand(*lu.shape[:-2], 1, n))
-        row_k = torch.where(at_k.unsqueeze(-1), lu, 0.0).sum(-2, keepdim=True)
+        row_k = loop.picked(torch, lu, at_k, rows=True, keepdim=True)
         # Rows k and pivot swapped whole, in every batch.
         lu = torch.where(
             at_k.unsqueeze(-1), pivot_row, torch.where(is_pivot.unsqueeze(-1), row_k, lu)
         )
-        order_k = torch.where(at_k, order, 0).sum(-1, keepdim=True)
+        order_k = loop.picked(torch, order, at_k, keepdim=True)
         order = torch.where(
             at_k, order.gather(-1, pivot.unsqueeze(-1)), torch.where(is_pivot, order_k, order)
         )
         sign = torch.where((is_pivot & at_k).any(-1), sign, -sign)
-        column = torch.where(at_k, lu, 0.0).sum(-1)
-        factor = (column / torch.where(at_k, column, 0.0).sum(-1, keepdim=True)).unsqueeze(-1)
+        column = loop.picked(torch, lu, at_k)
+        factor = (column / loop.picked(torch, column, at_k, keepdim=True)).unsqueeze(-1)
         below = after_k.unsqueeze(-1)
         lu = torch.where(
             below & after_k,
@@ -152,11 +152,11 @@ def _substitute(torch: ModuleType, t: Any, b: Any, upper: bool, unit: bool) -> A
     positions = torch.arange(n, device=t.device)
 
     def solve_row(x: Any, at_i: Any, solved: Any, t: Any, b: Any) -> tuple[Any, Any, Any]:
-        row = torch.where(at_i.unsqueeze(-1), t, 0.0).sum(-2)  # row i of T
+        row = loop.picked(torch, t, at_i, rows=True)  # row i of T
         known = torch.where(solved, row, 0.0).unsqueeze(-1)  # its entries of solved rows
-        value = torch.where(at_i.unsqueeze(-1), b, 0.0).sum(-2) - (known * x).sum(-2)
+        value = loop.picked(torch, b, at_i, rows=True) - (known * x).sum(-2)
         if not unit:
-            value = value / torch.where(at_i, row, 0.0).sum(-1, keepdim=True)
+            value = value / loop.picked(torch, row, at_i, keepdim=True)
         x = torch.where(at_i.unsqueeze(-1), value.unsqueeze(-2), x)
         return x, loop.shifted(torch, at_i, forward=not upper), solved | at_i
 
@@ -181,9 +181,9 @@ def _cholesky(torch: ModuleType, a: Any) -> Any:
 
     def next_column(lower: Any, at_j: Any, after_j: Any, a: Any) -> tuple[Any, Any, Any]:
         # A's column j less L[:, :j] L[j, :j] (L's columns from j on are still zero).
-        row_j = torch.where(at_j.unsqueeze(-1), lower, 0.0).sum(-2, keepdim=True)
-        rest = torch.where(at_j, a, 0.0).sum(-1) - (lower * row_j).sum(-1)
-        root = torch.where(at_j, rest, 0.0).sum(-1, keepdim=True).sqrt()
+        row_j = loop.picked(torch, lower, at_j, rows=True, keepdim=True)
+        rest = loop.picked(torch, a, at_j) - (lower * row_j).sum(-1)
+        root = loop.picked(torch, rest, at_j, keepdim=True).sqrt()
         column = torch.where(at_j, root, torch.where(after_j, rest / root, 0.0))
         lower = torch.where(at_j, column.unsqueeze(-1), lower)
         return lower, loop.shifted(torch, at_j), loop.shifted(torch, after_j)

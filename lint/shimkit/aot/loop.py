@@ -1,6 +1,8 @@
 """A step repeated a fixed number of times as one loop in an exported graph, for the math
 forms whose steps are all alike (shimkit.aot.jacobi's rotations, .householder's reflections,
-.linalg's LU eliminations, substitutions and Cholesky columns).
+.linalg's LU eliminations, substitutions and Cholesky columns, .incomplete_gamma's terms), and
+the two helpers by which such a step addresses a position without holding an index: a
+position mask moved one place a step (`shifted`) and the entries at it (`picked`).
 
 Written out one after another, n steps are n copies of their ops, and Inductor's compile
 time grows with them (a 16-column SVD took minutes). As a while_loop, the graph holds the step
@@ -60,3 +62,13 @@ def shifted(torch: ModuleType, mask: Any, forward: bool = True) -> Any:
     carried from one step to the next (the step's ops hold no index)."""
     none = torch.zeros_like(mask[:1])
     return torch.cat([none, mask[:-1]]) if forward else torch.cat([mask[1:], none])
+
+
+def picked(
+    torch: ModuleType, values: Any, at: Any, rows: bool = False, keepdim: bool = False
+) -> Any:
+    """The entries of `values` at the one True place of the position mask `at`: along the
+    last dim (a matrix's column `at`), or with `rows` along the one before (its row `at`). A
+    masked sum, so the step holds no index; a -0.0 entry comes back as +0.0."""
+    mask = at.unsqueeze(-1) if rows else at
+    return torch.where(mask, values, 0).sum(-2 if rows else -1, keepdim=keepdim)

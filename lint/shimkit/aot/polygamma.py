@@ -29,7 +29,7 @@ import math
 from types import ModuleType
 from typing import Any
 
-from shimkit.aot.decompose import argument, rewrite_calls
+from shimkit.aot.decompose import argument, computation_dtypes, rewrite_calls
 from shimkit.aot.zeta import hurwitz_zeta
 
 # ATen's calc_digamma: psi(10), and the asymptotic series' coefficients (highest power of
@@ -50,17 +50,9 @@ DIGAMMA_STEPS = 10
 TRIGAMMA_STEPS = 6
 
 
-def _dtypes(torch: ModuleType, result: Any) -> tuple[Any, Any]:
-    """(the type ATen computes in, the result's type) for a result of type `result` (an
-    integer type promoted to the default floating-point type, as torch does)."""
-    if not result.is_floating_point:
-        result = torch.get_default_dtype()
-    return (torch.float64 if result == torch.float64 else torch.float32), result
-
-
 def _computed_in(torch: ModuleType, x: Any) -> tuple[Any, Any]:
     """(x in the type ATen computes it in, the result's type)."""
-    computed, result = _dtypes(torch, x.dtype)
+    computed, result = computation_dtypes(torch, x.dtype)
     return x.to(computed), result
 
 
@@ -135,7 +127,7 @@ def _polygamma_form(torch: ModuleType) -> Any:
 def _zeta_form(torch: ModuleType) -> Any:
     def zeta(x: Any, q: Any) -> Any:
         # The scalar overloads: the number takes the tensor's shape and ATen's type.
-        computed, result = _dtypes(torch, torch.result_type(x, q))
+        computed, result = computation_dtypes(torch, torch.result_type(x, q))
         tensor = x if torch.is_tensor(x) else q
         x, q = (
             value.to(computed)
