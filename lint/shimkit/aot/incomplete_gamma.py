@@ -5,8 +5,8 @@ Inductor generates `igamma` and `igammac` on the CPU (its C++ prelude has ATen's
 `calc_igamma`) but not in Triton: on CUDA it leaves them to a fallback, which no slim
 runtime has, so compile refused a model with `torch.igamma` (the CDF of a Gamma, chi-square
 or Poisson distribution, for one) for the slim CUDA target. For that target compile writes
-`igamma`, `igammac` and torch.special's `gammainc` and `gammaincc` as elementwise ops Inductor
-fuses into one kernel, choosing between the expansions where ATen's `calc_igamma` and
+`igamma`, `igammac` and torch.special's `gammainc` and `gammaincc` as elementwise ops (whose
+kernels Inductor generates), choosing between the expansions where ATen's `calc_igamma` and
 `calc_igammac` choose:
 
 - P(a, x) by its power series, x^a e^-x / Gamma(a + 1) * (1 + x / (a + 1) + ...), where x <= 1
@@ -16,8 +16,10 @@ fuses into one kernel, choosing between the expansions where ATen's `calc_igamma
 - Q(a, x) for x <= 1.1 and a small (ATen's `_igamc_helper_series`): 1 - x^a / Gamma(a + 1)
   - x^a / Gamma(a) * sum over n >= 1 of (-x)^n / (n! (a + n)).
 
-Each is a fixed number of terms, unrolled, evaluated from the last term back (Horner's rule
-for the series, the fraction from its tail up), so each step reads the one before it once.
+Each is a fixed number of terms evaluated from the last term back (Horner's rule for the
+series, the fraction from its tail up), so each term reads the one before it once: the small-x
+series written out, the series and the fraction together in a loop of TERMS_PER_STEP terms a
+step (`shimkit.aot.loop`; Inductor fuses a step into one kernel).
 ATen switches to Temme's uniform asymptotic expansion where a > 20 and x is within 30% of a;
 the series and the fraction cover that region with enough terms for a up to about 500
 (tests/aot/test_incomplete_gamma_form.py; at a = 1000 and x = a the error grows to ~7e-5).
@@ -25,10 +27,10 @@ The terms are computed in float32 for float16, bfloat16 and float32 input and in
 float64, as ATen's CUDA kernels compute (float64 throughout was 7-8x slower than ATen on an
 H200), the prefactor x^a e^-x / Gamma(a) and the small-x series in float64 (a log x and
 lgamma(a) cancel where a is large); the result is cast to torch's result type (integer
-input taken as the default floating-point type). The
-edge values are ATen's, checked in ATen's order: NaN for a negative argument, P(0, x > 0) = 1,
-P(a, 0) = 0, P(inf, x) = 0 (NaN at x = inf), P(a, inf) = 1, and their complements for Q; a NaN
-that passes those checks makes the result NaN, as it does in ATen's expansions.
+input taken as the default floating-point type). The edge values are ATen's, checked in
+ATen's order: NaN for a negative argument, P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0 (NaN
+at x = inf), P(a, inf) = 1, and their complements for Q; a NaN that passes those checks makes
+the result NaN, as it does in ATen's expansions.
 """
 
 from __future__ import annotations
