@@ -834,7 +834,8 @@ def _reduced_precision() -> ZooModel:
     return ZooModel(ReducedPrecision().eval(), (_randn(3, 16), _randn(2, 3, 8, 8)), rtol=2e-2)
 
 
-# Full-size models for bench/bench_models.py (not compiled by the test suite).
+# Models for bench/bench_models.py only (not compiled by the test suite): full-size networks
+# and the geometry head (its linear algebra forms have their own tests in tests/aot).
 
 
 def _resnet18() -> ZooModel:
@@ -965,5 +966,5 @@ ZOO: dict[str, Callable[[], ZooModel]] = {
     "transformer_block": _transformer_block,
     "geometry": _geometry,
 }
-# What the test suite compiles (the rest are bench/bench_models.py's full-size models).
+# What the test suite compiles (the rest are bench/bench_models.py's own models).
 SUITE = list(ZOO)[: list(ZOO).index("resnet18")]
