@@ -8,12 +8,15 @@ device-neutral): each against ATen in float64 over a grid of a from 1e-3 to 500 
 terms), broadcast, in place, from float32 and int64; ATen's edge values (zeros, negative
 arguments, infinities, NaN) exactly; controls: with fewer terms of the series and the
 fraction, or of the small-x series, the same comparisons fail; nothing is rewritten unless
-`in_math_form` is asked for the slim CUDA target. The rewritten program compiles and runs on
-the slim CPU runtime.
+`in_math_form` is asked for the slim CUDA target. For a from 20 to 1e5 against exact values
+(mpmath), where Temme's expansion takes over (control: without it the comparison fails), and
+the expansion's coefficients against DLMF's. The rewritten program compiles and runs on the
+slim CPU runtime.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +127,7 @@ def test_with_fewer_terms_the_comparison_fails(monkeypatch: pytest.MonkeyPatch) 
     from shimkit.aot import incomplete_gamma
 
     model, (a, x) = Incomplete(), grid()
-    for name, fewer in (("TERMS", 32), ("SMALL_X_TERMS", 3)):
+    for name, fewer in (("FLOAT64_TERMS", 16), ("SMALL_X_TERMS", 3)):
         with monkeypatch.context() as patch:
             patch.setattr(incomplete_gamma, name, fewer)
             program, _ = rewritten(model, a, x)
@@ -141,9 +144,8 @@ def test_only_for_the_slim_cuda_target() -> None:
     assert notes == [] and len(calls_of(same, OPS)) == 5
     program, notes = in_math_form(torch, exported, False, False, slim_cuda=True)
     assert calls_of(program, OPS) == [] and notes == [
-        "5 igamma/igammac call(s) compiled as a series and a continued fraction (Inductor "
-        "generates them on CUDA; the slim CUDA shims have no igamma; within float32's "
-        "precision for a up to ~500)"
+        "5 igamma/igammac call(s) compiled as a series, a continued fraction and Temme's "
+        "expansion (Inductor generates them on CUDA; the slim CUDA shims have no igamma)"
     ]
 
 
@@ -162,3 +164,79 @@ def test_compiled_form_runs_on_the_slim_runtime(tmp_path: Path) -> None:
     assert not any("igamma" in name for name in run.imports)
     exact = model(*(value.double() for value in inputs)).float()
     assert_matches(torch.from_numpy(run.outputs[0]), exact, 2e-6)
+
+
+def exact(a: float, x: float) -> tuple[float, float]:
+    """(P(a, x), Q(a, x)) in 60 digits (mpmath, which sympy, torch's dependency, brings): the
+    smaller one exactly, the other as 1 minus it; P by its series (mpmath's hypergeometric
+    sum), Q by Legendre's fraction evaluated forwards until it converges."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(60):
+        a_, x_ = mpmath.mpf(a), mpmath.mpf(x)
+        if x_ < a_:
+            log_prefactor = a_ * mpmath.log(x_) - x_ - mpmath.loggamma(a_ + 1)
+            p = mpmath.exp(log_prefactor) * mpmath.hyp1f1(1, a_ + 1, x_, maxterms=10**7)
+            return float(p), float(1 - p)
+        tiny = mpmath.mpf(10) ** -200
+        b = x_ + 1 - a_
+        c, d = 1 / tiny, 1 / b
+        fraction = d
+        for n in range(1, 10**6):  # Lentz's method
+            step = -n * (n - a_)
+            b += 2
+            d = 1 / ((step * d + b) or tiny)
+            c = (b + step / c) or tiny
+            fraction *= c * d
+            if abs(c * d - 1) < mpmath.mpf(10) ** -45:
+                break
+        q = mpmath.exp(a_ * mpmath.log(x_) - x_ - mpmath.loggamma(a_)) * fraction
+        return float(1 - q), float(q)
+
+
+def large_shapes(dtype: Any) -> tuple[Any, Any]:
+    """a from 20 to 1e5, x from 0.2 a to 4 a (a third of them near a), rounded to `dtype`."""
+    spread = torch.rand(3, 240, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    a = 10 ** (1.3 + 3.7 * spread[0])
+    ratio = torch.where(spread[1] < 0.5, 0.2 + 0.8 * spread[2], 1 + 3 * spread[2])
+    ratio[::3] = 0.6 + 0.8 * spread[2, ::3]
+    return a.to(dtype), (a * ratio).to(dtype)
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [(torch.float64, 2e-10), (torch.float32, 1e-6)])
+def test_large_shapes_against_exact_values(dtype: Any, rtol: float) -> None:
+    """Where the series and the fraction would need terms in proportion to sqrt(a), Temme's
+    expansion keeps the type's precision (float64: 1.2e-11 here, the conditioning of x^a e^-x,
+    a log x - x, a difference of numbers of 1e5); control: without the expansion it fails."""
+    from shimkit.aot import incomplete_gamma
+
+    model, (a, x) = Incomplete(), large_shapes(dtype)
+    pairs = [exact(u, v) for u, v in zip(a.double().tolist(), x.double().tolist(), strict=True)]
+    p, q = (torch.tensor(values, dtype=torch.float64) for values in zip(*pairs, strict=True))
+    # Compared where the value is a normal number of the type.
+    normal = (p > torch.finfo(dtype).tiny * 1e8) & (q > torch.finfo(dtype).tiny * 1e8)
+
+    def largest_error(program: Any) -> float:
+        lower, upper = program.module()(a, x)[:2]
+        return max(
+            ((got.double() - want) / want)[normal].abs().max().item()
+            for got, want in ((lower, p), (upper, q))
+        )
+
+    program, _ = rewritten(model, a, x)
+    assert largest_error(program) < rtol
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(incomplete_gamma, "UNIFORM_FROM", math.inf)
+        program, _ = rewritten(model, a, x)
+        assert largest_error(program) > 100 * rtol
+
+
+def test_expansion_coefficients_are_dlmfs() -> None:
+    """The first coefficients of c_0 and c_1 as DLMF 8.12.11 and 8.12.12 print them, and of c_2
+    the constant; the derivation checks that the poles at eta = 0 cancel at every order."""
+    from shimkit.aot.gamma_asymptotic import coefficients
+
+    c = coefficients(3, 4)
+    assert c[0] == pytest.approx([-1 / 3, 1 / 12, -2 / 135, 1 / 864], rel=1e-15)
+    assert c[1][:2] == pytest.approx([-1 / 540, -1 / 288], rel=1e-15)
+    assert c[2][0] == pytest.approx(25 / 6048, rel=1e-15)
+    assert len(coefficients(25, 25)) == 25

@@ -448,8 +448,8 @@ def in_math_form(
          "compiled in ATen's series form (Inductor generates it on CUDA; this torch has no C "
          "shim for them)"),
         (slim_cuda, incomplete_gammas_in_series_form, "igamma/igammac call(s)",
-         "compiled as a series and a continued fraction (Inductor generates them on CUDA; the "
-         "slim CUDA shims have no igamma; within float32's precision for a up to ~500)"),
+         "compiled as a series, a continued fraction and Temme's expansion (Inductor generates "
+         "them on CUDA; the slim CUDA shims have no igamma)"),
         (slim, masks_in_integer_form, "boolean-mask or cross-device index call(s)",
          "compiled as integer indexing on the indexed tensor's device (a mask's nonzero "
          "positions; Inductor generates the gather; the slim shims have no general index)"),

@@ -7,22 +7,28 @@ runtime has, so compile refused a model with `torch.igamma` (the CDF of a Gamma,
 or Poisson distribution, for one) for the slim CUDA target. For that target compile writes
 `igamma`, `igammac` and torch.special's `gammainc` and `gammaincc` as elementwise ops (whose
 kernels Inductor generates), choosing between the expansions where ATen's `calc_igamma` and
-`calc_igammac` choose:
+`calc_igammac` choose, except where the last one is used:
 
 - P(a, x) by its power series, x^a e^-x / Gamma(a + 1) * (1 + x / (a + 1) + ...), where x <= 1
   or x <= a (igamma) or where ATen takes 1 - P for Q;
 - Q(a, x) by Legendre's continued fraction, x^a e^-x / Gamma(a) / (x + 1 - a - 1 (1 - a) /
   (x + 3 - a - ...)), where x > 1.1 and x >= a;
 - Q(a, x) for x <= 1.1 and a small (ATen's `_igamc_helper_series`): 1 - x^a / Gamma(a + 1)
-  - x^a / Gamma(a) * sum over n >= 1 of (-x)^n / (n! (a + n)).
+  - x^a / Gamma(a) * sum over n >= 1 of (-x)^n / (n! (a + n));
+- P and Q by Temme's uniform asymptotic expansion (`shimkit.aot.gamma_asymptotic`) where
+  a > 20 and x is within 30% of a. ATen uses it there too, for a up to 200, and beyond that
+  only within 4.5 / sqrt(a) of a, looping up to 2000 terms of the series and the fraction
+  elsewhere; those need terms in proportion to sqrt(a) near x = a, which a fixed number of
+  terms does not cover, so here the expansion takes the whole band for every a > 20 (where ATen
+  loses digits, at a = 1e6 and x = 0.995 a 4e-6, the expansion keeps float64's).
 
-Each is a fixed number of terms evaluated from the last term back (Horner's rule for the
-series, the fraction from its tail up), so each term reads the one before it once: the small-x
-series written out, the series and the fraction together in a loop of TERMS_PER_STEP terms a
-step (`shimkit.aot.loop`; Inductor fuses a step into one kernel).
-ATen switches to Temme's uniform asymptotic expansion where a > 20 and x is within 30% of a;
-the series and the fraction cover that region with enough terms for a up to about 500
-(tests/aot/test_incomplete_gamma_form.py; at a = 1000 and x = a the error grows to ~7e-5).
+The series and the fraction are a fixed number of terms evaluated from the last term back
+(Horner's rule for the series, the fraction from its tail up), so each term reads the one
+before it once: the small-x series written out, the series and the fraction together in a
+loop of TERMS_PER_STEP terms a step (`shimkit.aot.loop`; Inductor fuses a step into one
+kernel). Outside the band, x <= 0.7 a where the series is used, so its terms fall at least as
+0.7^n: 64 terms reach float32's precision and 112 float64's.
+
 The terms are computed in float32 for float16, bfloat16 and float32 input and in float64 for
 float64, as ATen's CUDA kernels compute (float64 throughout was 7-8x slower than ATen on an
 H200), the prefactor x^a e^-x / Gamma(a) and the small-x series in float64 (a log x and
@@ -40,14 +46,18 @@ from types import ModuleType
 from typing import Any
 
 from shimkit.aot.decompose import computation_dtypes, rewrite_calls
+from shimkit.aot.gamma_asymptotic import uniform_expansion
 from shimkit.aot.loop import repeated
 
-# Terms of the series and of the fraction (enough for a up to ~500, where x near a needs the
-# most: the series' terms fall like exp(-n^2 / 2a) there), evaluated in a loop of steps of
-# TERMS_PER_STEP terms each (written out, all the terms of four calls took Inductor minutes
-# to compile; one step a term, the loop's own cost is paid once a term).
-TERMS = 128
-TERMS_PER_STEP = 16
+# Terms of the series and of the fraction, for float32 and for float64 terms (outside the
+# uniform expansion's band their terms fall at least as 0.7^n), evaluated in a loop of steps
+# of TERMS_PER_STEP terms each (written out, 128 terms of four calls took Inductor minutes to
+# compile; one step a term, the loop's own cost is paid once a term).
+FLOAT32_TERMS = 64
+FLOAT64_TERMS = 112
+TERMS_PER_STEP = 8
+# The uniform expansion is used where a > UNIFORM_FROM and |x - a| < UNIFORM_BAND a.
+UNIFORM_FROM, UNIFORM_BAND = 20, 0.3
 # x <= 1.1 here, so term n is below 1.1^n / n!: 20 terms reach float64's precision.
 SMALL_X_TERMS = 20
 
@@ -71,11 +81,12 @@ def _series_and_fraction(torch: ModuleType, a: Any, x: Any) -> tuple[Any, Any]:
     continued fraction (ATen's `_igammac_helper_continued_fraction` evaluates the same
     fraction forwards, until it converges)); the terms in the type of `a` and `x`, the
     prefactor in float64 (a log x and lgamma(a) cancel where a is large)."""
-    last = torch.full((), float(TERMS), dtype=x.dtype, device=x.device)
+    terms = FLOAT64_TERMS if x.dtype == torch.float64 else FLOAT32_TERMS
+    last = torch.full((), float(terms), dtype=x.dtype, device=x.device)
     nested, tail, _ = repeated(
         torch,
         _terms_back,
-        TERMS // TERMS_PER_STEP,
+        terms // TERMS_PER_STEP,
         torch.ones_like(x),
         torch.zeros_like(x),
         last,
@@ -107,6 +118,12 @@ def _q_by_regions(torch: ModuleType, a: Any, x: Any, p: Any, fraction: Any) -> A
     return torch.where(x > 1.1, large_x, torch.where(small_x, 1 - p, _small_x_q(torch, a, x)))
 
 
+def _uniform(a: Any, x: Any) -> Any:
+    """Where the uniform asymptotic expansion is used: a > 20 and x within 30% of a (ATen
+    narrows the band to 4.5 / sqrt(a) for a > 200, where it loops up to 2000 terms)."""
+    return (a > UNIFORM_FROM) & ((x - a).abs() < UNIFORM_BAND * a)
+
+
 def _regularized(torch: ModuleType, a: Any, x: Any, upper: bool) -> Any:
     """P(a, x), or Q(a, x) where `upper`, with ATen's edge values."""
     p, fraction = _series_and_fraction(torch, a, x)
@@ -121,6 +138,8 @@ def _regularized(torch: ModuleType, a: Any, x: Any, upper: bool) -> Any:
         (a.isinf(), torch.where(x.isinf(), math.nan, 0.0), torch.where(x.isinf(), math.nan, 1.0)),
         (x.isinf(), 1.0, 0.0),
     )
+    uniform_p, uniform_q = uniform_expansion(torch, a, x)
+    value = torch.where(_uniform(a, x), uniform_q if upper else uniform_p, value)
     for condition, at_p, at_q in reversed(edges):
         value = torch.where(condition, at_q if upper else at_p, value)
     return value
