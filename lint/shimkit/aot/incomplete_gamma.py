@@ -26,17 +26,17 @@ The series and the fraction are a fixed number of terms evaluated from the last 
 (Horner's rule for the series, the fraction from its tail up), so each term reads the one
 before it once: the small-x series written out, the series and the fraction together in a
 loop of TERMS_PER_STEP terms a step (`shimkit.aot.loop`; Inductor fuses a step into one
-kernel). Outside the band, x <= 0.7 a where the series is used, so its terms fall at least as
-0.7^n: 64 terms reach float32's precision and 112 float64's.
+kernel). For a > 20 outside the band, x <= 0.7 a where the series is used, so its terms fall
+at least as 0.7^n: 64 terms reach float32's precision and 112 float64's (for a <= 20, x near a
+needs about 50).
 
 The terms are computed in float32 for float16, bfloat16 and float32 input and in float64 for
-float64, as ATen's CUDA kernels compute (float64 throughout was 7-8x slower than ATen on an
-H200), the prefactor x^a e^-x / Gamma(a) and the small-x series in float64 (a log x and
-lgamma(a) cancel where a is large); the result is cast to torch's result type (integer
-input taken as the default floating-point type). The edge values are ATen's, checked in
-ATen's order: NaN for a negative argument, P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0 (NaN
-at x = inf), P(a, inf) = 1, and their complements for Q; a NaN that passes those checks makes
-the result NaN, as it does in ATen's expansions.
+float64, as ATen's CUDA kernels compute, the prefactor x^a e^-x / Gamma(a) and the small-x
+series in float64 (a log x and lgamma(a) cancel where a is large); the result is cast to
+torch's result type (integer input taken as the default floating-point type). The edge
+values are ATen's, checked in ATen's order: NaN for a negative argument, P(0, x > 0) = 1,
+P(a, 0) = 0, P(inf, x) = 0 (NaN at x = inf), P(a, inf) = 1, and their complements for Q; a
+NaN that passes those checks makes the result NaN, as it does in ATen's expansions.
 """
 
 from __future__ import annotations
