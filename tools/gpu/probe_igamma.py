@@ -5,10 +5,10 @@ Both sides have their inputs on the device and are synchronised after every call
 blob through `CudaModel.bench` (eager, and with CUDA-graph replay), ATen by a loop of
 `torch.igammac` and `torch.cuda.synchronize`. (Calling the loaded model itself would copy its
 inputs from and its outputs to the host, which at these sizes takes longer than the kernels.)
-Also the kernel time per call (torch's profiler, memcpy and memset left out) and each side's
-largest relative error against ATen in float64. Prints one JSON line per size; results in
-docs/benchmarks.md. Needs the slim CUDA libraries (tools/gpu/build_cuda_libs.py) in
-$SHIMKIT_LIB_DIR and this checkout's lint/ on PYTHONPATH.
+Also the kernel time per call (step_profile.py's device time: torch's profiler, memcpy and
+memset left out) and each side's largest relative error against ATen in float64. Prints one
+JSON line per size; results in docs/benchmarks.md. Needs the slim CUDA libraries
+(tools/gpu/build_cuda_libs.py) in $SHIMKIT_LIB_DIR and this checkout's lint/ on PYTHONPATH.
 
     python3 tools/gpu/probe_igamma.py [ELEMENTS ...]   (default 65536 4194304)
 """
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import shimkit.runtime
 import torch
-from torch.profiler import ProfilerActivity, profile
+from step_profile import RUNS, device_time
 
 
 def model_file(path: Path, elements: int) -> None:
@@ -59,19 +59,14 @@ def synced_us(call: Any, reps: int) -> float:
     return (time.perf_counter() - start) / reps * 1e6
 
 
-def kernel_us(call: Any, reps: int = 10) -> float:
-    call()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
+def kernel_us(call: Any) -> float:
+    """Kernel time per call of `call`, from step_profile's device time of RUNS calls."""
+
+    def run_all() -> None:
+        for _ in range(RUNS):
             call()
-        torch.cuda.synchronize()
-    device = [
-        float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
-        for avg in prof.key_averages()
-        if not avg.key.lower().startswith(("memcpy", "memset"))
-    ]
-    return sum(device) / reps
+
+    return float(device_time(torch, run_all)["kernel_us_per_run"])
 
 
 def probe(work: Path, elements: int) -> dict[str, object]:
