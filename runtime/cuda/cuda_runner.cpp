@@ -179,6 +179,56 @@ int upload_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, siz
   return SHIMKIT_OK;
 }
 
+// CUDA tensor handles borrowing device memory the caller describes (`dev`).
+int wrap_device_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, size_t n,
+                       Handles* dev) {
+  if (n != m.num_inputs()) {
+    return fail(SHIMKIT_E_BAD_INPUT, "model takes " + std::to_string(m.num_inputs()) +
+                                         " inputs, got " + std::to_string(n));
+  }
+  if (inputs == nullptr && n > 0) return fail(SHIMKIT_E_BAD_INPUT, "null inputs");
+  for (size_t i = 0; i < n; ++i) {
+    const shimkit_tensor& t = inputs[i];
+    if (t.ndim < 0 || t.ndim > SHIMKIT_MAX_DIMS) {
+      return fail(SHIMKIT_E_BAD_INPUT,
+                  "input " + std::to_string(i) + ": bad ndim " + std::to_string(t.ndim));
+    }
+    if (aoti_torch_create_tensor_from_blob(t.data, t.ndim, t.sizes, t.strides, 0, t.dtype,
+                                           aoti_torch_device_type_cuda(), m.device,
+                                           &dev->h[i]) != 0) {
+      dev->h[i] = nullptr;
+      return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": " + shim_error());
+    }
+  }
+  return SHIMKIT_OK;
+}
+
+// Fills descriptor `d` with device tensor `h` as it is (data pointer, sizes,
+// strides, dtype).
+int describe_device(AtenTensorHandle h, size_t index, shimkit_tensor* d) {
+  int64_t ndim = 0;
+  int64_t* sizes = nullptr;
+  int64_t* strides = nullptr;
+  void* data = nullptr;
+  if (aoti_torch_get_dim(h, &ndim) != 0 || aoti_torch_get_sizes(h, &sizes) != 0 ||
+      aoti_torch_get_strides(h, &strides) != 0 || aoti_torch_get_dtype(h, &d->dtype) != 0 ||
+      aoti_torch_get_data_ptr(h, &data) != 0) {
+    return fail(SHIMKIT_E_RUN, "output " + std::to_string(index) + ": " + shim_error());
+  }
+  if (ndim > SHIMKIT_MAX_DIMS) {
+    return fail(SHIMKIT_E_RUN, "output " + std::to_string(index) + ": " + std::to_string(ndim) +
+                                   " dimensions (at most " + std::to_string(SHIMKIT_MAX_DIMS) +
+                                   ")");
+  }
+  d->data = data;
+  d->ndim = static_cast<int32_t>(ndim);
+  for (int64_t k = 0; k < ndim; ++k) {
+    d->sizes[k] = sizes[k];
+    d->strides[k] = strides[k];
+  }
+  return SHIMKIT_OK;
+}
+
 // One run of the blob on `stream` with device inputs (taken by the blob);
 // outputs land in `outs`.
 int run_blob(shimkit_cuda_model* m, Handles* inputs, Handles* outs, void* stream) {
@@ -509,6 +559,63 @@ int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inpu
   } catch (const std::exception& e) {
     return fail(SHIMKIT_E_RUN, std::string("model run failed: ") + e.what());
   }
+}
+
+int shimkit_cuda_model_run_device(shimkit_cuda_model* model, const shimkit_tensor* inputs,
+                                  size_t num_inputs, shimkit_tensor* outputs, void** owners,
+                                  size_t num_outputs) {
+  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
+  if (outputs == nullptr || owners == nullptr || num_outputs != model->num_outputs()) {
+    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs()) +
+                                         " outputs, caller expects " + std::to_string(num_outputs));
+  }
+  try {
+    std::lock_guard<std::mutex> lock(model->mutex);
+    Handles dev(model->num_inputs());
+    int rc = wrap_device_inputs(*model, inputs, num_inputs, &dev);
+    if (rc != SHIMKIT_OK) return rc;
+    // Replay copies the inputs on the model's own (non-blocking) stream: the
+    // producers' work on the default stream must be done first. An eager run
+    // is on the legacy default stream, after it.
+    if (model->graphs && shimkit_cuda_stream_synchronize(nullptr) != 0) {
+      return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+    }
+    Handles outs(model->num_outputs());
+    rc = run_device(model, &dev, &outs);
+    if (rc != SHIMKIT_OK) return rc;
+    rc = sync_model(model);
+    if (rc != SHIMKIT_OK) return rc;
+    if (model->graphs) {
+      // The outputs alias the graph's buffers: hand out copies, allocated
+      // for the legacy default stream like an eager run's outputs.
+      for (AtenTensorHandle& h : outs.h) {
+        AtenTensorHandle copy = nullptr;
+        if (aoti_torch_clone(h, &copy) != 0) {
+          return fail(SHIMKIT_E_RUN, "output copy: " + shim_error());
+        }
+        aoti_torch_delete_tensor_object(h);
+        h = copy;
+      }
+      if (shimkit_cuda_stream_synchronize(nullptr) != 0) {
+        return fail(SHIMKIT_E_RUN, "synchronize failed: " + shim_error());
+      }
+    }
+    for (size_t i = 0; i < model->num_outputs(); ++i) {
+      rc = describe_device(outs.h[i], i, &outputs[i]);
+      if (rc != SHIMKIT_OK) return rc;
+    }
+    for (size_t i = 0; i < model->num_outputs(); ++i) {
+      owners[i] = outs.h[i];
+      outs.h[i] = nullptr;
+    }
+    return SHIMKIT_OK;
+  } catch (const std::exception& e) {
+    return fail(SHIMKIT_E_RUN, std::string("model run failed: ") + e.what());
+  }
+}
+
+void shimkit_cuda_tensor_free(void* owner) {
+  if (owner != nullptr) aoti_torch_delete_tensor_object(static_cast<AtenTensorHandle>(owner));
 }
 
 int shimkit_cuda_model_bench(shimkit_cuda_model* model, const shimkit_tensor* inputs,

@@ -49,6 +49,22 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_run(shimkit_cuda_model* model,
                                                const shimkit_tensor* inputs, size_t num_inputs,
                                                shimkit_tensor* outputs, size_t num_outputs);
 
+/* Runs with inputs and outputs on the device, no host copy: inputs[i].data
+ * are pointers into memory of the model's GPU, read in place (the caller
+ * keeps them valid for the call; work that produces them must be finished or
+ * queued on the legacy default stream, which the run waits for). Returns
+ * once the outputs are computed: outputs[i] describes device memory that
+ * owners[i] owns (freed by shimkit_cuda_tensor_free, from any thread, once
+ * no queued work reads it: the memory goes back to the shims' cache for the
+ * legacy default stream). With graph replay the outputs are copies of the
+ * graph's buffers, which the next replay overwrites. */
+SHIMKIT_RUNTIME_API int shimkit_cuda_model_run_device(shimkit_cuda_model* model,
+                                                      const shimkit_tensor* inputs,
+                                                      size_t num_inputs, shimkit_tensor* outputs,
+                                                      void** owners, size_t num_outputs);
+/* Frees an output of shimkit_cuda_model_run_device (NULL: nothing). */
+SHIMKIT_RUNTIME_API void shimkit_cuda_tensor_free(void* owner);
+
 /* Uploads `inputs` once, then runs `iterations` times with device-resident
  * inputs, waiting for the stream after every run (what a host-overhead
  * comparison needs); mean wall time per run in ns. */

@@ -4,7 +4,6 @@ before the blob runs."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from shimkit.errors import ShimkitError
 from shimkit.runtime.blob import InputSpec, _input_specs, check_input_spec
@@ -44,17 +43,17 @@ def test_ranges_of_dynamic_dims() -> None:
 def test_size_outside_the_range_is_one_line(rows: int, words: str) -> None:
     [batch, _] = _input_specs(WRAPPER) or ()
     with pytest.raises(ShimkitError) as caught:
-        check_input_spec(np.zeros((rows, 8), np.float32), batch, 0)
+        check_input_spec("float32", (rows, 8), batch, 0)
     assert str(caught.value).startswith("input 0: " + words)
 
 
 def test_sizes_inside_the_range_pass() -> None:
     [batch, tokens] = _input_specs(WRAPPER) or ()
     for rows in (2, 17, 64):
-        check_input_spec(np.zeros((rows, 8), np.float32), batch, 0)
-    check_input_spec(np.zeros((1, 3), np.int64), tokens, 1)
-    check_input_spec(np.zeros((1, 4000), np.int64), tokens, 1)  # no upper bound
+        check_input_spec("float32", (rows, 8), batch, 0)
+    check_input_spec("int64", (1, 3), tokens, 1)
+    check_input_spec("int64", (1, 4000), tokens, 1)  # no upper bound
     with pytest.raises(ShimkitError, match="takes 3 to any "):
-        check_input_spec(np.zeros((1, 2), np.int64), tokens, 1)
+        check_input_spec("int64", (1, 2), tokens, 1)
     # Control: a spec without ranges takes any size of a dynamic dim.
-    check_input_spec(np.zeros((1, 8), np.float32), InputSpec("float32", (None, 8)), 0)
+    check_input_spec("float32", (1, 8), InputSpec("float32", (None, 8)), 0)

@@ -231,19 +231,20 @@ def as_array(value: Any, index: int, any_device: bool = False) -> np.ndarray:
     return array
 
 
-def check_input_spec(array: np.ndarray, spec: InputSpec, index: int) -> None:
-    """One-line error unless `array` has the dtype and sizes the blob recorded."""
-    if spec.dtype is not None and array.dtype.name != spec.dtype:
-        raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {array.dtype.name}")
+def check_input_spec(dtype: str, shape: tuple[int, ...], spec: InputSpec, index: int) -> None:
+    """One-line error unless an input of `dtype` (a DTYPE_CODES name) and `shape` has the
+    dtype and sizes the blob recorded."""
+    if spec.dtype is not None and dtype != spec.dtype:
+        raise ShimkitError(f"input {index}: expected dtype {spec.dtype}, got {dtype}")
     if spec.shape is not None:
-        shape_ok = len(spec.shape) == array.ndim and all(
-            want is None or want == got for want, got in zip(spec.shape, array.shape, strict=True)
+        shape_ok = len(spec.shape) == len(shape) and all(
+            want is None or want == got for want, got in zip(spec.shape, shape, strict=True)
         )
         if not shape_ok:
             want = "[" + ", ".join("?" if d is None else str(d) for d in spec.shape) + "]"
-            raise ShimkitError(f"input {index}: expected shape {want}, got {list(array.shape)}")
+            raise ShimkitError(f"input {index}: expected shape {want}, got {list(shape)}")
     for dim, low, high in spec.ranges:
-        size = array.shape[dim] if dim < array.ndim else None
+        size = shape[dim] if dim < len(shape) else None
         too_small = size is not None and low is not None and size < low
         too_large = size is not None and high is not None and size > high
         if too_small or too_large:

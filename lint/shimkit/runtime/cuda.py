@@ -2,13 +2,18 @@
 
     model = shimkit.runtime.load("model.pt2", device="cuda")               # eager
     model = shimkit.runtime.load("model.pt2", device="cuda:1", graphs=True) # CUDA-graph replay
-    outputs = model(x)  # numpy arrays or torch tensors (any device) in, numpy arrays out
+    outputs = model(x)  # numpy arrays or CPU tensors in: numpy arrays out
+    outputs = model(x_cuda)  # torch CUDA tensors in: torch CUDA tensors out, no host copy
 
 The libraries (runtime/cuda/shimkit_cuda_runtime.h over shims/cuda) come from
 $SHIMKIT_LIB_DIR or a cached build from the checkout; they open the CUDA
 runtime, cuBLAS(Lt) and cuDNN at run time, so they load anywhere, and without
 a usable GPU every load fails with one line saying why. A process holds one
 slim shim provider: the CPU runtime (`device="cpu"`) or this one, not both.
+
+Inputs in GPU memory (torch CUDA tensors, `__cuda_array_interface__` objects) are read in
+place and the outputs stay on the GPU (shimkit.runtime.device_memory); host inputs are
+copied in and the outputs copied back.
 """
 
 from __future__ import annotations
@@ -41,6 +46,15 @@ from shimkit.runtime.capi import (
     Tensor,
     claim_provider,
     numpy_dtype,
+)
+from shimkit.runtime.device_memory import (
+    DEFAULT_STREAMS,
+    DeviceArray,
+    DeviceTensor,
+    device_inputs,
+    is_torch_tensor,
+    on_device,
+    torch_tensor,
 )
 
 # runtime/shimkit_runtime.h's status codes, plus SHIMKIT_E_DEVICE.
@@ -112,12 +126,15 @@ class CudaRuntime:
             "shimkit_cuda_model_num_outputs": (sz, [p]),
             "shimkit_cuda_model_load_base": (sz, [p]),
             "shimkit_cuda_model_run": (i, [p, tensors, sz, tensors, sz]),
+            "shimkit_cuda_model_run_device": (i, [p, tensors, sz, tensors, ctypes.POINTER(p), sz]),
+            "shimkit_cuda_tensor_free": (None, [p]),
             "shimkit_cuda_model_bench": (i, [p, tensors, sz, i64, ctypes.POINTER(ctypes.c_double)]),
             "shimkit_cuda_model_use_graphs": (i, [p, i]),
             "shimkit_cuda_model_graph_status": (ctypes.c_char_p, [p]),
             "shimkit_cuda_h2d_bandwidth": (i, [sz, i, i32, i, ctypes.POINTER(ctypes.c_double)]),
             # The shim library's diagnostics (global: the runner's NEEDED entry).
             "shimkit_cuda_device_count": (i32, []),
+            "shimkit_cuda_stream_synchronize": (i, [p]),
             "shimkit_cuda_unavailable_reason": (ctypes.c_char_p, []),
             "shimkit_cuda_cached_bytes": (sz, []),
             "shimkit_cuda_cudnn_info": (ctypes.c_char_p, []),
@@ -330,7 +347,7 @@ class CudaModel(LoadedBlob):
             arrays = [_host_array(value, i) for i, value in enumerate(inputs)]
             if self.input_specs is not None:
                 for i, (array, spec) in enumerate(zip(arrays, self.input_specs, strict=True)):
-                    check_input_spec(array, spec, i)
+                    check_input_spec(array.dtype.name, array.shape, spec, i)
                     if spec.order is not None:  # compiled for a channels-last input
                         arrays[i] = dense_in_order(array, spec.order)
         except ShimkitError as exc:
@@ -338,8 +355,61 @@ class CudaModel(LoadedBlob):
         descs = (Tensor * max(len(arrays), 1))(*[_describe(a) for a in arrays])
         return arrays, descs
 
-    def __call__(self, *inputs: Any) -> list[np.ndarray]:
-        """Copies the inputs to the GPU, runs, and returns the outputs as host arrays."""
+    def _device_inputs(self, inputs: Sequence[Any]) -> list[DeviceArray]:
+        """Where each input lies on the model's GPU; an error names the file and the input."""
+        if len(inputs) != self.num_inputs:
+            raise ShimkitError(
+                f"{self._where()}: model takes {self.num_inputs} inputs, got {len(inputs)}"
+            )
+        try:
+            return device_inputs(inputs, self.input_specs, self.device_index)
+        except ShimkitError as exc:
+            raise ShimkitError(f"{self._where()}: {exc}") from None
+
+    def run_device(self, *inputs: Any) -> list[DeviceTensor]:
+        """Runs on inputs in GPU memory (torch CUDA tensors or `__cuda_array_interface__`
+        objects), read in place; returns the outputs in GPU memory, computed."""
+        arrays = self._device_inputs(inputs)
+        lib = self._rt.lib
+        # Work a producer queued on a stream of its own must be done before the run reads
+        # its output; the default streams are ordered before the run (the runner waits for
+        # the legacy one before a replay).
+        for stream in {a.stream for a in arrays} - {None, *DEFAULT_STREAMS}:
+            self._rt.check(lib.shimkit_cuda_stream_synchronize(stream), self._where())
+        descs = (Tensor * max(len(arrays), 1))(*[a.descriptor() for a in arrays])
+        outs = (Tensor * max(self.num_outputs, 1))()
+        owners = (ctypes.c_void_p * max(self.num_outputs, 1))()
+        with self._lock:
+            self._rt.check(
+                lib.shimkit_cuda_model_run_device(
+                    self._open_handle(), descs, len(arrays), outs, owners, self.num_outputs
+                ),
+                self._where(),
+            )
+        results = []
+        try:
+            for i in range(self.num_outputs):
+                results.append(
+                    DeviceTensor(
+                        outs[i], owners[i], self.device_index, lib.shimkit_cuda_tensor_free
+                    )
+                )
+                owners[i] = None
+        finally:
+            for owner in owners[: self.num_outputs]:
+                lib.shimkit_cuda_tensor_free(owner)  # those not handed out (NULL: nothing)
+        return results
+
+    def __call__(self, *inputs: Any) -> list[Any]:
+        """Runs the model. Host inputs (numpy arrays, CPU tensors) are copied to the GPU
+        and the outputs come back as numpy arrays; inputs in GPU memory are read in place
+        and the outputs stay there: torch CUDA tensors when the inputs are torch tensors,
+        else DeviceTensors (run_device)."""
+        if any(on_device(value) for value in inputs):
+            outputs = self.run_device(*inputs)
+            if any(is_torch_tensor(value) for value in inputs):
+                return [torch_tensor(out) for out in outputs]
+            return outputs
         with self._lock:
             handle = self._open_handle()
             keep_alive, descs = self._inputs(inputs)

@@ -238,7 +238,7 @@ class Model(LoadedBlob):
 
     def _describe_input(self, i: int, array: np.ndarray) -> None:
         if self.input_specs is not None:
-            check_input_spec(array, self.input_specs[i], i)
+            check_input_spec(array.dtype.name, array.shape, self.input_specs[i], i)
         code = DTYPE_CODES.get(array.dtype.name)
         if code is None:
             raise ShimkitError(f"input {i}: unsupported dtype {array.dtype.name}")
