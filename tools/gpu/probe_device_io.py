@@ -1,0 +1,179 @@
+"""GPU probe: a loaded CUDA model called with torch CUDA tensors (inputs read in place,
+outputs torch CUDA tensors, shimkit.runtime.device_memory) against the same model called with
+host arrays, `CudaModel.bench` (device-resident, the runner's floor) and the eager torch module,
+same process, synchronised after every call.
+
+Checks on the way, each printed: outputs of the device path are torch CUDA tensors on the
+model's device equal to the host path's (bit for bit) and to the torch module's (1e-4 of
+scale); an output survives the next call; inputs produced on a side stream by slow work are
+waited for; bfloat16, int64 and bool outputs come through. Prints one JSON line per model and
+mode; figures in docs/benchmarks.md. Needs the slim CUDA libraries
+(tools/gpu/build_cuda_libs.py) in $SHIMKIT_LIB_DIR and this checkout's lint/ on PYTHONPATH.
+
+    python3 tools/gpu/probe_device_io.py
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import shimkit.runtime
+import torch
+
+MODELS = {
+    # Small: call overhead dominates.
+    "mlp": """
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = torch.nn.Sequential(
+                    torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 512))
+            def forward(self, x):
+                return self.net(x)
+        model = Model()
+        example_inputs = (torch.randn(64, 512, generator=g),)
+    """,
+    # Large inputs and outputs (32 MB in, 16 MB out): what the host path copies.
+    "igammac_4m": """
+        class Model(torch.nn.Module):
+            def forward(self, a, x):
+                return torch.igammac(a, x)
+        model = Model()
+        example_inputs = (torch.rand(4 << 20, generator=g) * 50 + 0.05,
+                          torch.rand(4 << 20, generator=g) * 100)
+    """,
+    # Outputs of other dtypes.
+    "dtypes": """
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                y = torch.tanh(x) * 3
+                return y.to(torch.bfloat16), y.argmax(-1), y > 0
+        model = Model()
+        example_inputs = (torch.randn(256, 1000, generator=g),)
+    """,
+}
+
+
+def load_source(path: Path) -> tuple[Any, tuple[Any, ...]]:
+    namespace: dict[str, Any] = {}
+    exec(path.read_text(), namespace)
+    return namespace["model"], namespace["example_inputs"]
+
+
+def synced_us(call: Any, reps: int) -> float:
+    call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / reps * 1e6
+
+
+def same(got: Any, want: np.ndarray) -> bool:
+    """Bit for bit (bfloat16 compared as int16: numpy's bfloat16 is ml_dtypes')."""
+    if got.dtype == torch.bfloat16:
+        got, want = got.view(torch.int16), want.view(np.int16)
+    return bool(torch.equal(got.cpu(), torch.from_numpy(np.ascontiguousarray(want))))
+
+
+def close_to(got: Any, want: Any) -> float:
+    got, want = got.float().cpu(), want.float().cpu()
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+
+
+def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object]:
+    cuda_in = [value.cuda() for value in inputs]
+    host_in = [value.numpy() for value in inputs]
+    out = model(*cuda_in)
+    host_out = model(*host_in)
+    with torch.no_grad():
+        eager = module.cuda()(*cuda_in)
+    eager = list(eager) if isinstance(eager, tuple) else [eager]
+    row: dict[str, object] = {
+        "types": sorted({type(o).__name__ for o in out}),
+        "devices": sorted({str(o.device) for o in out}),
+        "dtypes": [str(o.dtype).removeprefix("torch.") for o in out],
+        "equal_to_host_path": all(same(o, h) for o, h in zip(out, host_out, strict=True)),
+        "float_error_vs_torch": max(
+            (close_to(o, e) for o, e in zip(out, eager, strict=True) if o.is_floating_point()),
+            default=0.0,
+        ),
+    }
+    # An output survives the next call (with other inputs).
+    first = out[0].clone()
+    model(*[v * 2 if v.is_floating_point() else v for v in cuda_in])
+    row["survives_next_call"] = bool(torch.equal(out[0], first))
+    # Inputs made on a side stream behind slow work: the call must wait for them.
+    side = torch.cuda.Stream()
+    busy = torch.randn(4096, 4096, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        for _ in range(20):
+            busy = busy @ busy / 64
+        late = [v * 1.0 if v.is_floating_point() else v.clone() for v in cuda_in]
+    late_out = model(*late)
+    torch.cuda.synchronize()
+    row["waits_for_side_stream"] = all(
+        torch.equal(a, b) for a, b in zip(late_out, model(*cuda_in), strict=True)
+    )
+    return row
+
+
+def probe(work: Path, name: str, body: str) -> list[dict[str, object]]:
+    source, package = work / f"{name}.py", work / f"{name}.pt2"
+    source.write_text("import torch\ng = torch.Generator().manual_seed(0)\n" +
+                      textwrap.dedent(body))  # fmt: skip
+    compiled = subprocess.run(
+        [sys.executable, "-m", "shimkit", "compile", str(source), "-o", str(package),
+         "--device", "cuda", "--force"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if compiled.returncode:
+        return [{"model": name, "compile_error": (compiled.stdout + compiled.stderr)[-2000:]}]
+    module, inputs = load_source(source)
+    module = module.eval().cuda()
+    rows = []
+    for graphs in (False, True):
+        model = shimkit.runtime.load(package, device="cuda", graphs=graphs)
+        try:
+            row: dict[str, object] = {"model": name, "graphs": graphs}
+            for _ in range(3):
+                model(*[value.cuda() for value in inputs])  # warm up (and capture)
+            row.update(checks(model, module, inputs))
+            cuda_in = [value.cuda() for value in inputs]
+            host_in = [value.numpy() for value in inputs]
+            reps = 50 if name == "igammac_4m" else 300
+            row["device_path_us"] = synced_us(lambda m=model, c=cuda_in: m(*c), reps)
+            row["host_path_us"] = synced_us(lambda m=model, h=host_in: m(*h), reps)
+            row["bench_floor_us"] = model.bench(*host_in, iterations=reps) / 1e3
+            with torch.no_grad():
+                row["torch_eager_us"] = synced_us(lambda c=cuda_in: module(*c), reps)
+            row["graph_status"] = model.graph_status
+        except Exception as exc:  # reported; the next mode still runs
+            row["error"] = f"{type(exc).__name__}: {exc}"[-2000:]
+        finally:
+            model.close()
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    names = sys.argv[1:] or list(MODELS)
+    with tempfile.TemporaryDirectory(prefix="probe-device-io-") as work:
+        for name in names:
+            for row in probe(Path(work), name, MODELS[name]):
+                print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
