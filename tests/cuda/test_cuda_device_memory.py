@@ -74,6 +74,15 @@ for name, args in {
     except Exception as exc:
         errors[name] = f"{type(exc).__name__}: {exc}"
 r["errors"] = errors
+# The C API itself refuses a caller that expects another number of outputs.
+from shimkit.runtime.capi import Tensor
+lib = rt.lib
+outs, owners = (Tensor * 2)(), (ctypes.c_void_p * 2)()
+import shimkit.runtime.device_memory as dm
+held = OnDevice(x)
+desc = (Tensor * 1)(dm.device_inputs([held], None, 0)[0].descriptor())
+code = lib.shimkit_cuda_model_run_device(model._handle, desc, 1, outs, owners, 2)
+r["c_api"] = [code, lib.shimkit_cuda_last_error().decode()]
 print(json.dumps(r))
 """
 
@@ -100,6 +109,7 @@ def test_device_inputs_are_read_in_place_and_outputs_stay_on_the_device(
     assert "model takes 1 inputs, got 2" in errors["count"]
     assert "unsupported dtype complex64" in errors["dtype"]
     assert all(str(fake_blob) in message for message in errors.values()), errors
+    assert eager["c_api"] == [6, "model has 1 outputs, caller expects 2"], eager
     assert not any("Traceback" in message for message in errors.values())
 
 
