@@ -377,7 +377,8 @@ void Handles::release() {
   }
 }
 
-int wrap_inputs(const shimkit_tensor* inputs, size_t count, size_t expected, Handles* out) {
+int wrap_inputs(const shimkit_tensor* inputs, size_t count, size_t expected, Handles* out,
+                int32_t device_type, int32_t device_index) {
   if (count != expected) {
     return fail(SHIMKIT_E_BAD_INPUT, "model takes " + std::to_string(expected) + " inputs, got " +
                                          std::to_string(count));
@@ -390,7 +391,7 @@ int wrap_inputs(const shimkit_tensor* inputs, size_t count, size_t expected, Han
                   "input " + std::to_string(i) + ": bad ndim " + std::to_string(t.ndim));
     }
     if (aoti_torch_create_tensor_from_blob(t.data, t.ndim, t.sizes, t.strides, 0, t.dtype,
-                                           aoti_torch_device_type_cpu(), -1, &out->h[i]) != 0) {
+                                           device_type, device_index, &out->h[i]) != 0) {
       out->h[i] = nullptr;
       return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": " + shim_error());
     }

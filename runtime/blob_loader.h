@@ -134,8 +134,10 @@ struct Handles {
   void release();
 };
 
-// CPU tensor handles borrowing the caller's descriptors (`expected` of them).
-int wrap_inputs(const shimkit_tensor* inputs, size_t count, size_t expected, Handles* out);
+// Tensor handles borrowing the caller's descriptors (`expected` of them), of
+// memory on the CPU or, given a device type and index, on that device.
+int wrap_inputs(const shimkit_tensor* inputs, size_t count, size_t expected, Handles* out,
+                int32_t device_type = aoti_torch_device_type_cpu(), int32_t device_index = -1);
 // Copies tensor `h` (any device) into host descriptor `d`: C-contiguous, d's
 // strides set to match. `d` must have data, ndim, sizes and dtype of `h`.
 int copy_to_host(AtenTensorHandle h, shimkit_tensor* d);

@@ -179,30 +179,6 @@ int upload_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, siz
   return SHIMKIT_OK;
 }
 
-// CUDA tensor handles borrowing device memory the caller describes (`dev`).
-int wrap_device_inputs(const shimkit_cuda_model& m, const shimkit_tensor* inputs, size_t n,
-                       Handles* dev) {
-  if (n != m.num_inputs()) {
-    return fail(SHIMKIT_E_BAD_INPUT, "model takes " + std::to_string(m.num_inputs()) +
-                                         " inputs, got " + std::to_string(n));
-  }
-  if (inputs == nullptr && n > 0) return fail(SHIMKIT_E_BAD_INPUT, "null inputs");
-  for (size_t i = 0; i < n; ++i) {
-    const shimkit_tensor& t = inputs[i];
-    if (t.ndim < 0 || t.ndim > SHIMKIT_MAX_DIMS) {
-      return fail(SHIMKIT_E_BAD_INPUT,
-                  "input " + std::to_string(i) + ": bad ndim " + std::to_string(t.ndim));
-    }
-    if (aoti_torch_create_tensor_from_blob(t.data, t.ndim, t.sizes, t.strides, 0, t.dtype,
-                                           aoti_torch_device_type_cuda(), m.device,
-                                           &dev->h[i]) != 0) {
-      dev->h[i] = nullptr;
-      return fail(SHIMKIT_E_BAD_INPUT, "input " + std::to_string(i) + ": " + shim_error());
-    }
-  }
-  return SHIMKIT_OK;
-}
-
 // Fills descriptor `d` with device tensor `h` as it is (data pointer, sizes,
 // strides, dtype).
 int describe_device(AtenTensorHandle h, size_t index, shimkit_tensor* d) {
@@ -461,6 +437,17 @@ int download(shimkit_cuda_model* m, AtenTensorHandle h, size_t index, shimkit_te
   return rc;
 }
 
+// A run's model and output arguments (`outputs_given`: its output arrays are
+// not null).
+int check_run_arguments(const shimkit_cuda_model* model, bool outputs_given, size_t num_outputs) {
+  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
+  if (!outputs_given || num_outputs != model->num_outputs()) {
+    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs()) +
+                                         " outputs, caller expects " + std::to_string(num_outputs));
+  }
+  return SHIMKIT_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -535,11 +522,8 @@ uintptr_t shimkit_cuda_model_load_base(const shimkit_cuda_model* model) {
 
 int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inputs,
                            size_t num_inputs, shimkit_tensor* outputs, size_t num_outputs) {
-  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
-  if (outputs == nullptr || num_outputs != model->num_outputs()) {
-    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs()) +
-                                         " outputs, caller expects " + std::to_string(num_outputs));
-  }
+  const int checked = check_run_arguments(model, outputs != nullptr, num_outputs);
+  if (checked != SHIMKIT_OK) return checked;
   try {
     std::lock_guard<std::mutex> lock(model->mutex);
     Handles dev(model->num_inputs());
@@ -564,15 +548,14 @@ int shimkit_cuda_model_run(shimkit_cuda_model* model, const shimkit_tensor* inpu
 int shimkit_cuda_model_run_device(shimkit_cuda_model* model, const shimkit_tensor* inputs,
                                   size_t num_inputs, shimkit_tensor* outputs, void** owners,
                                   size_t num_outputs) {
-  if (model == nullptr) return fail(SHIMKIT_E_BAD_INPUT, "null model");
-  if (outputs == nullptr || owners == nullptr || num_outputs != model->num_outputs()) {
-    return fail(SHIMKIT_E_BAD_INPUT, "model has " + std::to_string(model->num_outputs()) +
-                                         " outputs, caller expects " + std::to_string(num_outputs));
-  }
+  const int checked =
+      check_run_arguments(model, outputs != nullptr && owners != nullptr, num_outputs);
+  if (checked != SHIMKIT_OK) return checked;
   try {
     std::lock_guard<std::mutex> lock(model->mutex);
     Handles dev(model->num_inputs());
-    int rc = wrap_device_inputs(*model, inputs, num_inputs, &dev);
+    int rc = ld::wrap_inputs(inputs, num_inputs, model->num_inputs(), &dev,
+                             aoti_torch_device_type_cuda(), model->device);
     if (rc != SHIMKIT_OK) return rc;
     // Replay copies the inputs on the model's own (non-blocking) stream: the
     // producers' work on the default stream must be done first. An eager run

@@ -20,13 +20,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import shimkit.runtime
 import torch
+from step_profile import synced_us
 
 MODELS = {
     # Small: call overhead dominates.
@@ -66,16 +66,6 @@ def load_source(path: Path) -> tuple[Any, tuple[Any, ...]]:
     namespace: dict[str, Any] = {}
     exec(path.read_text(), namespace)
     return namespace["model"], namespace["example_inputs"]
-
-
-def synced_us(call: Any, reps: int) -> float:
-    call()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        call()
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / reps * 1e6
 
 
 def same(got: Any, want: np.ndarray) -> bool:
@@ -152,11 +142,11 @@ def probe(work: Path, name: str, body: str) -> list[dict[str, object]]:
             cuda_in = [value.cuda() for value in inputs]
             host_in = [value.numpy() for value in inputs]
             reps = 50 if name == "igammac_4m" else 300
-            row["device_path_us"] = synced_us(lambda m=model, c=cuda_in: m(*c), reps)
-            row["host_path_us"] = synced_us(lambda m=model, h=host_in: m(*h), reps)
+            row["device_path_us"] = synced_us(torch, lambda m=model, c=cuda_in: m(*c), reps)
+            row["host_path_us"] = synced_us(torch, lambda m=model, h=host_in: m(*h), reps)
             row["bench_floor_us"] = model.bench(*host_in, iterations=reps) / 1e3
             with torch.no_grad():
-                row["torch_eager_us"] = synced_us(lambda c=cuda_in: module(*c), reps)
+                row["torch_eager_us"] = synced_us(torch, lambda c=cuda_in: module(*c), reps)
             row["graph_status"] = model.graph_status
         except Exception as exc:  # reported; the next mode still runs
             row["error"] = f"{type(exc).__name__}: {exc}"[-2000:]

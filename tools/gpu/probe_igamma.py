@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import shimkit.runtime
 import torch
-from step_profile import RUNS, device_time
+from step_profile import RUNS, device_time, synced_us
 
 
 def model_file(path: Path, elements: int) -> None:
@@ -47,16 +47,6 @@ def model_file(path: Path, elements: int) -> None:
             )
         """)
     )
-
-
-def synced_us(call: Any, reps: int) -> float:
-    call()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        call()
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / reps * 1e6
 
 
 def kernel_us(call: Any) -> float:
@@ -93,7 +83,7 @@ def probe(work: Path, elements: int) -> dict[str, object]:
         return ((got.double() - exact).abs() / exact.abs().clamp_min(1e-30)).max().item()
 
     reps = 200 if elements < 1 << 20 else 20
-    row["aten_us"] = synced_us(lambda: torch.igammac(a, x), reps)
+    row["aten_us"] = synced_us(torch, lambda: torch.igammac(a, x), reps)
     row["aten_kernel_us"] = kernel_us(lambda: torch.igammac(a, x))
     row["aten_max_rel_error"] = error(torch.igammac(a, x))
     eager = shimkit.runtime.load(package, device="cuda")

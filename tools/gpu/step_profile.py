@@ -19,12 +19,24 @@ from __future__ import annotations
 import faulthandler
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 RUNS = 20
+
+
+def synced_us(torch: Any, call: Any, reps: int) -> float:
+    """Mean wall time of `call()` in us, synchronised after each call, after one warm-up."""
+    call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / reps * 1e6
 
 
 def device_time(torch: Any, run_all: Any) -> dict[str, object]:
