@@ -5,9 +5,9 @@ same process, synchronised after every call.
 
 Checks on the way, each printed: outputs of the device path are torch CUDA tensors on the
 model's device equal to the host path's (bit for bit) and to the torch module's (1e-4 of
-scale); an output survives the next call; inputs produced on a side stream by slow work are
-waited for; bfloat16, int64 and bool outputs come through. Prints one JSON line per model and
-mode; figures in docs/benchmarks.md. Needs the slim CUDA libraries
+scale); an output survives the next call; inputs produced by slow work on a side stream,
+current at the call, are waited for; bfloat16, int64 and bool outputs come through. Prints
+one JSON line per model and mode; figures in docs/benchmarks.md. Needs the slim CUDA libraries
 (tools/gpu/build_cuda_libs.py) in $SHIMKIT_LIB_DIR and this checkout's lint/ on PYTHONPATH.
 
     python3 tools/gpu/probe_device_io.py
@@ -102,7 +102,8 @@ def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object
     first = out[0].clone()
     model(*[v * 2 if v.is_floating_point() else v for v in cuda_in])
     row["survives_next_call"] = bool(torch.equal(out[0], first))
-    # Inputs made on a side stream behind slow work: the call must wait for them.
+    # Inputs made on a side stream behind slow work, the call made on that stream (torch's
+    # rule: work is ordered on the current stream): the call must wait for them.
     side = torch.cuda.Stream()
     busy = torch.randn(4096, 4096, device="cuda")
     torch.cuda.synchronize()
@@ -110,7 +111,7 @@ def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object
         for _ in range(20):
             busy = busy @ busy / 64
         late = [v * 1.0 if v.is_floating_point() else v.clone() for v in cuda_in]
-    late_out = model(*late)
+        late_out = model(*late)
     torch.cuda.synchronize()
     row["waits_for_side_stream"] = all(
         torch.equal(a, b) for a, b in zip(late_out, model(*cuda_in), strict=True)
