@@ -48,7 +48,7 @@ from shimkit.runtime.capi import (
     numpy_dtype,
 )
 from shimkit.runtime.device_memory import (
-    DEFAULT_STREAMS,
+    LEGACY_STREAMS,
     DeviceArray,
     DeviceTensor,
     device_inputs,
@@ -372,9 +372,8 @@ class CudaModel(LoadedBlob):
         arrays = self._device_inputs(inputs)
         lib = self._rt.lib
         # Work a producer queued on a stream of its own must be done before the run reads
-        # its output; the default streams are ordered before the run (the runner waits for
-        # the legacy one before a replay).
-        for stream in {a.stream for a in arrays} - {None, *DEFAULT_STREAMS}:
+        # its output; the legacy default stream's is ordered before the run already.
+        for stream in {a.stream for a in arrays} - {None, *LEGACY_STREAMS}:
             self._rt.check(lib.shimkit_cuda_stream_synchronize(stream), self._where())
         descs = (Tensor * max(len(arrays), 1))(*[a.descriptor() for a in arrays])
         outs = (Tensor * max(self.num_outputs, 1))()

@@ -21,10 +21,11 @@ from shimkit.errors import ShimkitError
 from shimkit.runtime.blob import InputSpec, check_input_spec
 from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, numpy_dtype
 
-# __cuda_array_interface__ "stream" values that name a default stream (1 legacy, 2 per
-# thread; torch reports its default stream as 0): work on them is ordered before an
-# eager run, which the runner issues on the legacy default stream.
-DEFAULT_STREAMS = (0, 1, 2)
+# __cuda_array_interface__ "stream" values that name the legacy default stream (1; torch
+# reports its default stream, that one, as 0): work on it is ordered before an eager run,
+# which the runner issues there, and before a replay, which waits for it first. Any other
+# stream (2, the per-thread default, included) is waited for by the caller.
+LEGACY_STREAMS = (0, 1)
 
 
 @dataclass(frozen=True)
