@@ -56,8 +56,8 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_run(shimkit_cuda_model* model,
  * once the outputs are computed: outputs[i] describes device memory that
  * owners[i] owns (freed by shimkit_cuda_tensor_free, from any thread, once
  * no queued work reads it: the memory goes back to the shims' cache for the
- * legacy default stream). With graph replay the outputs are copies of the
- * graph's buffers, which the next replay overwrites. */
+ * legacy default stream). With graph replay the outputs are copies: the
+ * graph's own buffers are overwritten by the next replay. */
 SHIMKIT_RUNTIME_API int shimkit_cuda_model_run_device(shimkit_cuda_model* model,
                                                       const shimkit_tensor* inputs,
                                                       size_t num_inputs, shimkit_tensor* outputs,
