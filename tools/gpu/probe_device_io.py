@@ -121,7 +121,8 @@ def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object
 
 def probe(work: Path, name: str, body: str) -> list[dict[str, object]]:
     source, package = work / f"{name}.py", work / f"{name}.pt2"
-    source.write_text("import torch\ng = torch.Generator().manual_seed(0)\n" +
+    # Seeded: the weights the package froze and the module compared with are the same.
+    source.write_text("import torch\ntorch.manual_seed(0)\ng = torch.Generator().manual_seed(0)\n" +
                       textwrap.dedent(body))  # fmt: skip
     compiled = subprocess.run(
         [sys.executable, "-m", "shimkit", "compile", str(source), "-o", str(package),
@@ -144,6 +145,10 @@ def probe(work: Path, name: str, body: str) -> list[dict[str, object]]:
             host_in = [value.numpy() for value in inputs]
             reps = 50 if name == "igammac_4m" else 300
             row["device_path_us"] = synced_us(torch, lambda m=model, c=cuda_in: m(*c), reps)
+            # The same without wrapping the outputs as torch tensors (DeviceTensors out).
+            row["run_device_us"] = synced_us(
+                torch, lambda m=model, c=cuda_in: m.run_device(*c), reps
+            )
             row["host_path_us"] = synced_us(torch, lambda m=model, h=host_in: m(*h), reps)
             row["bench_floor_us"] = model.bench(*host_in, iterations=reps) / 1e3
             with torch.no_grad():
