@@ -94,15 +94,34 @@ def _input_orders(source: str) -> dict[int, tuple[int, ...]]:
     return orders
 
 
+def dense_strides(shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of `shape` laid out densely with its dims in memory `order`
+    (outermost first)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def is_dense_in(shape: tuple[int, ...], strides: tuple[int, ...], order: tuple[int, ...]) -> bool:
+    """Whether element `strides` lay `shape` out densely in memory `order` (dims of size 1
+    may have any stride)."""
+    want = dense_strides(shape, order)
+    return all(
+        size == 1 or got == expected
+        for size, got, expected in zip(shape, strides, want, strict=True)
+    )
+
+
 def dense_in_order(array: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
     """`array` laid out densely with its dims in memory `order` (outermost first): the
     array itself if it already is, else a copy."""
-    want = [0] * array.ndim
-    step = array.itemsize
-    for d in reversed(order):
-        want[d] = step
-        step *= max(array.shape[d], 1)
-    if all(array.shape[d] == 1 or array.strides[d] == want[d] for d in range(array.ndim)):
+    strides = tuple(s // array.itemsize for s in array.strides)
+    if all(s % array.itemsize == 0 for s in array.strides) and is_dense_in(
+        array.shape, strides, order
+    ):
         return array
     out = np.empty([array.shape[d] for d in order], dtype=array.dtype)
     laid_out = out.transpose(np.argsort(order))

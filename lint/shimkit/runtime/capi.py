@@ -62,6 +62,29 @@ class Tensor(ctypes.Structure):
     ]
 
 
+def dtype_code(name: str, ndim: int, index: int) -> int:
+    """The shims' code for input `index`'s dtype `name` (a DTYPE_CODES name); a one-line
+    error for a dtype they lack or more dimensions than a descriptor holds."""
+    code = DTYPE_CODES.get(name)
+    if code is None:
+        raise ShimkitError(f"input {index}: unsupported dtype {name}")
+    if ndim > MAX_DIMS:
+        raise ShimkitError(f"input {index}: {ndim} dimensions (at most {MAX_DIMS})")
+    return code
+
+
+def descriptor(pointer: int, shape: tuple[int, ...], strides: tuple[int, ...], code: int) -> Tensor:
+    """A shimkit_tensor of memory at `pointer` (strides in elements)."""
+    desc = Tensor()
+    desc.data = pointer
+    desc.ndim = len(shape)
+    desc.dtype = code
+    for d, (size, stride) in enumerate(zip(shape, strides, strict=True)):
+        desc.sizes[d] = size
+        desc.strides[d] = stride
+    return desc
+
+
 class RuntimeLib:
     """The loaded runtime library with typed entry points."""
 

@@ -42,9 +42,10 @@ from shimkit.runtime.build import RuntimeLibs, find_cuda_libraries
 from shimkit.runtime.capi import (
     CODE_DTYPES,
     DTYPE_CODES,
-    MAX_DIMS,
     Tensor,
     claim_provider,
+    descriptor,
+    dtype_code,
     numpy_dtype,
 )
 from shimkit.runtime.device_memory import (
@@ -263,22 +264,13 @@ def cuda_shim_library() -> Path:
 def _host_array(value: Any, index: int) -> np.ndarray:
     """A C-contiguous host array of a numpy array or a torch tensor on any device."""
     array = as_array(value, index, any_device=True)
-    if DTYPE_CODES.get(array.dtype.name) is None:
-        raise ShimkitError(f"input {index}: unsupported dtype {array.dtype.name}")
-    if array.ndim > MAX_DIMS:
-        raise ShimkitError(f"input {index}: {array.ndim} dimensions (at most {MAX_DIMS})")
+    dtype_code(array.dtype.name, array.ndim, index)
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
 
 
 def _describe(array: np.ndarray) -> Tensor:
-    desc = Tensor()
-    desc.data = array.ctypes.data
-    desc.ndim = array.ndim
-    desc.dtype = DTYPE_CODES[array.dtype.name]
-    for d, (size, stride) in enumerate(zip(array.shape, array.strides, strict=True)):
-        desc.sizes[d] = size
-        desc.strides[d] = stride // array.itemsize
-    return desc
+    strides = tuple(stride // array.itemsize for stride in array.strides)
+    return descriptor(array.ctypes.data, array.shape, strides, DTYPE_CODES[array.dtype.name])
 
 
 class CudaModel(LoadedBlob):

@@ -18,8 +18,15 @@ from typing import Any
 import numpy as np
 
 from shimkit.errors import ShimkitError
-from shimkit.runtime.blob import InputSpec, check_input_spec
-from shimkit.runtime.capi import CODE_DTYPES, DTYPE_CODES, MAX_DIMS, Tensor, numpy_dtype
+from shimkit.runtime.blob import InputSpec, check_input_spec, dense_strides, is_dense_in
+from shimkit.runtime.capi import (
+    CODE_DTYPES,
+    DTYPE_CODES,
+    Tensor,
+    descriptor,
+    dtype_code,
+    numpy_dtype,
+)
 
 # __cuda_array_interface__ "stream" values that name the legacy default stream (1; torch
 # reports its default stream, that one, as 0): work on it is ordered before an eager run,
@@ -46,14 +53,7 @@ class DeviceArray:
         return len(self.shape)
 
     def descriptor(self) -> Tensor:
-        desc = Tensor()
-        desc.data = self.pointer
-        desc.ndim = self.ndim
-        desc.dtype = DTYPE_CODES[self.dtype]
-        for d, (size, stride) in enumerate(zip(self.shape, self.strides, strict=True)):
-            desc.sizes[d] = size
-            desc.strides[d] = stride
-        return desc
+        return descriptor(self.pointer, self.shape, self.strides, DTYPE_CODES[self.dtype])
 
 
 def is_torch_tensor(value: Any) -> bool:
@@ -69,29 +69,8 @@ def on_device(value: Any) -> bool:
     return hasattr(value, "__cuda_array_interface__")
 
 
-def _dense_strides(shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[int, ...]:
-    """Element strides of `shape` laid out densely with its dims in memory `order`."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
-
-
-def is_dense_in(array: DeviceArray, order: tuple[int, ...]) -> bool:
-    want = _dense_strides(array.shape, order)
-    return all(
-        size == 1 or got == expected
-        for size, got, expected in zip(array.shape, array.strides, want, strict=True)
-    )
-
-
 def _checked(array: DeviceArray, index: int) -> DeviceArray:
-    if array.dtype not in DTYPE_CODES:
-        raise ShimkitError(f"input {index}: unsupported dtype {array.dtype}")
-    if array.ndim > MAX_DIMS:
-        raise ShimkitError(f"input {index}: {array.ndim} dimensions (at most {MAX_DIMS})")
+    dtype_code(array.dtype, array.ndim, index)
     return array
 
 
@@ -102,7 +81,7 @@ def _from_torch(tensor: Any, index: int, order: tuple[int, ...] | None) -> Devic
     shape = tuple(tensor.shape)
     if order is None:
         tensor = tensor.contiguous()
-    elif tensor.stride() != _dense_strides(shape, order):
+    elif tensor.stride() != dense_strides(shape, order):
         # Compiled for another memory order (channels-last): lay it out so.
         tensor = tensor.permute(order).contiguous().permute(tuple(np.argsort(order)))
     name = str(tensor.dtype).removeprefix("torch.")
@@ -129,7 +108,7 @@ def _from_interface(value: Any, index: int) -> DeviceArray:
     dtype = dtype.newbyteorder("=")
     byte_strides = interface.get("strides")
     if byte_strides is None:  # C-contiguous
-        strides = _dense_strides(shape, tuple(range(len(shape))))
+        strides = dense_strides(shape, tuple(range(len(shape))))
     else:
         if any(int(s) % dtype.itemsize for s in byte_strides):
             raise ShimkitError(f"input {index}: strides {byte_strides} are not whole elements")
@@ -145,7 +124,8 @@ def device_input(value: Any, index: int, order: tuple[int, ...] | None) -> Devic
     if is_torch_tensor(value):
         return _from_torch(value, index, order)
     array = _from_interface(value, index)
-    if not is_dense_in(array, order if order is not None else tuple(range(array.ndim))):
+    c_order = tuple(range(array.ndim))
+    if not is_dense_in(array.shape, array.strides, order if order is not None else c_order):
         raise ShimkitError(
             f"input {index}: device array with strides {list(array.strides)} (elements) is "
             "not laid out densely in the order the blob was compiled for; pass a copy that is"

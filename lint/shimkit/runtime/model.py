@@ -25,10 +25,9 @@ from shimkit.runtime.blob import (
 )
 from shimkit.runtime.capi import (
     CODE_DTYPES,
-    DTYPE_CODES,
-    MAX_DIMS,
     RuntimeLib,
     Tensor,
+    dtype_code,
     numpy_dtype,
     runtime_lib,
 )
@@ -239,11 +238,7 @@ class Model(LoadedBlob):
     def _describe_input(self, i: int, array: np.ndarray) -> None:
         if self.input_specs is not None:
             check_input_spec(array.dtype.name, array.shape, self.input_specs[i], i)
-        code = DTYPE_CODES.get(array.dtype.name)
-        if code is None:
-            raise ShimkitError(f"input {i}: unsupported dtype {array.dtype.name}")
-        if array.ndim > MAX_DIMS:
-            raise ShimkitError(f"input {i}: {array.ndim} dimensions (at most {MAX_DIMS})")
+        code = dtype_code(array.dtype.name, array.ndim, i)
         desc = self._in[i]
         desc.ndim, desc.dtype = array.ndim, code
         stride = 1
