@@ -179,11 +179,13 @@ NATIVE_LIBRARIES = {
         "srcs": [
             "runtime/blob_loader.cpp",
             "runtime/cuda/cuda_runner.cpp",
+            "runtime/cuda/dlpack_export.cpp",
             "runtime/elf_imports.cpp",
             "runtime/temp_blob_file.cpp",
         ],
         "headers": [
             "runtime/blob_loader.h",
+            "runtime/cuda/dlpack.h",
             "runtime/elf_imports.h",
             "runtime/shim_families.h",
             "runtime/temp_blob_file.h",

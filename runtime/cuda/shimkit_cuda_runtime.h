@@ -64,6 +64,11 @@ SHIMKIT_RUNTIME_API int shimkit_cuda_model_run_device(shimkit_cuda_model* model,
                                                       void** owners, size_t num_outputs);
 /* Frees an output of shimkit_cuda_model_run_device (NULL: nothing). */
 SHIMKIT_RUNTIME_API void shimkit_cuda_tensor_free(void* owner);
+/* *managed_out: a DLPack DLManagedTensor (runtime/cuda/dlpack.h: version
+ * 0.8, device kDLCUDA) sharing the memory of output `owner` through a handle
+ * of its own: `owner` stays the caller's, and the memory goes back once both
+ * are freed. Whoever ends up holding it calls its deleter (from any thread). */
+SHIMKIT_RUNTIME_API int shimkit_cuda_tensor_dlpack(void* owner, void** managed_out);
 
 /* Uploads `inputs` once, then runs `iterations` times with device-resident
  * inputs, waiting for the stream after every run (what a host-overhead

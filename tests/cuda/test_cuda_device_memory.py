@@ -62,6 +62,46 @@ cached = rt.cached_bytes()
 del kept, out
 gc.collect()
 r["freed"] = rt.cached_bytes() - cached
+# DLPack, taken as a consumer takes it: the pointer, the capsule renamed, the deleter later.
+import shimkit.runtime.dlpack as dl
+out = model(OnDevice(x))[0]
+capsule = out.__dlpack__(stream=1)
+get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+rename = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
+managed = get(capsule, b"dltensor")
+t = dl.DLManagedTensor.from_address(managed).dl_tensor
+n = t.ndim
+r["dlpack"] = [t.device_type, t.device_id, n, t.dtype_code, t.dtype_bits, t.dtype_lanes,
+               [t.shape[k] for k in range(n)], [t.strides[k] for k in range(n)], t.byte_offset,
+               t.data == out.pointer]
+raw = (ctypes.c_char * 64).from_address(t.data)
+r["dlpack_ok"] = bool(np.allclose(np.frombuffer(bytes(raw), np.float32).reshape(4, 4), x @ x))
+used = ctypes.c_char_p(b"used_dltensor")
+rename(capsule, used)
+del capsule, t
+cached = rt.cached_bytes()
+del out
+gc.collect()
+r["dlpack_freed_while_taken"] = rt.cached_bytes() - cached
+dl.DLManagedTensor.from_address(managed).deleter(managed)
+r["dlpack_freed"] = rt.cached_bytes() - cached
+# An output handed to the next call through DLPack only (as JAX hands arrays over).
+class DLPackOnly:
+    def __init__(self, tensor):
+        self.tensor = tensor
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__(stream=stream)
+first = model(OnDevice(x))[0]
+second = model(DLPackOnly(first))[0]
+r["dlpack_input_ok"] = bool(np.allclose(read(second), (x @ x) @ (x @ x), rtol=1e-5))
+cached = rt.cached_bytes()
+del first
+gc.collect()
+r["dlpack_input_released"] = rt.cached_bytes() - cached
 errors = {}
 for name, args in {
     "strided": (OnDevice(x, strides=(4, 16)),),
@@ -105,6 +145,14 @@ def test_device_inputs_are_read_in_place_and_outputs_stay_on_the_device(
     assert len(set(eager["pointers"])) == 3 and eager["still"] == [True, True], eager
     # Dropping them gives their memory back to the shims' cache.
     assert eager["freed"] >= 3 * 16 * 4, eager
+    # DLPack: kDLCUDA on cuda:0, float32 (kDLFloat, 32 bits, 1 lane), 4x4 in C order, the
+    # output's own memory; it lives while the consumer holds it, past the DeviceTensor.
+    assert eager["dlpack"] == [2, 0, 2, 2, 32, 1, [4, 4], [4, 1], 0, True], eager
+    assert eager["dlpack_ok"] and eager["dlpack_freed_while_taken"] == 0, eager
+    assert eager["dlpack_freed"] >= 16 * 4, eager
+    # Taken as an input: right, and its export released after the call (so the memory goes
+    # back with the DeviceTensor).
+    assert eager["dlpack_input_ok"] and eager["dlpack_input_released"] >= 16 * 4, eager
     errors = eager["errors"]
     assert "strides [1, 4] (elements) is not laid out densely" in errors["strided"]
     assert "model takes 1 inputs, got 2" in errors["count"]

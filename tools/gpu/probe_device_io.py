@@ -15,17 +15,21 @@ one JSON line per model and mode; figures in docs/benchmarks.md. Needs the slim 
 
 from __future__ import annotations
 
+import cProfile
 import json
+import pstats
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import shimkit.runtime
 import torch
+from shimkit.runtime.device_memory import torch_tensor
 from step_profile import synced_us
 
 MODELS = {
@@ -60,6 +64,19 @@ MODELS = {
         example_inputs = (torch.randn(256, 1000, generator=g),)
     """,
 }
+
+
+class DLPackOnly:
+    """A tensor seen through DLPack alone (no __cuda_array_interface__)."""
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor = tensor
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return tuple(self.tensor.__dlpack_device__())
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.tensor.__dlpack__(stream=stream)
 
 
 def load_source(path: Path) -> tuple[Any, tuple[Any, ...]]:
@@ -98,6 +115,18 @@ def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object
             default=0.0,
         ),
     }
+    # DLPack's protocol as torch speaks it (__dlpack_device__, then __dlpack__ with torch's
+    # stream): the same memory as the DeviceTensor's, equal to the host path.
+    through_protocol = [torch.from_dlpack(o) for o in model.run_device(*cuda_in)]
+    row["from_dlpack_equal"] = all(
+        same(o, h) for o, h in zip(through_protocol, host_out, strict=True)
+    )
+    # Inputs through DLPack only (as JAX hands arrays over): torch exports them for the
+    # legacy default stream, the run reads them in place.
+    via_dlpack = model.run_device(*[DLPackOnly(v) for v in cuda_in])
+    row["dlpack_inputs_equal"] = all(
+        same(torch_tensor(o), h) for o, h in zip(via_dlpack, host_out, strict=True)
+    )
     # An output survives the next call (with other inputs).
     first = out[0].clone()
     model(*[v * 2 if v.is_floating_point() else v for v in cuda_in])
@@ -116,6 +145,44 @@ def checks(model: Any, module: Any, inputs: tuple[Any, ...]) -> dict[str, object
     row["waits_for_side_stream"] = all(
         torch.equal(a, b) for a, b in zip(late_out, model(*cuda_in), strict=True)
     )
+    return row
+
+
+def host_us(call: Any, reps: int = 2000) -> float:
+    """Mean host time of `call()` in us (no GPU wait: the Python side alone)."""
+    call()
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+    return (time.perf_counter() - start) / reps * 1e6
+
+
+def breakdown(model: Any, cuda_in: list[Any]) -> dict[str, object]:
+    """Where a device-path call's host time goes: reading the inputs, torch's current
+    stream, wrapping each output as a torch tensor (DLPack, and the CUDA array interface
+    it replaced), and the call's profile (cumulative us per call, the top entries)."""
+    outs = model.run_device(*cuda_in)
+    plain = [o for o in outs if o.dtype_name != "bfloat16"]  # the interface has no bfloat16
+    row: dict[str, object] = {
+        "inputs_us": host_us(lambda: model._device_inputs(cuda_in)),
+        "current_stream_us": host_us(lambda: torch.cuda.current_stream(0).cuda_stream),
+        "wrap_dlpack_us_per_output": host_us(lambda: [torch_tensor(o) for o in outs]) / len(outs),
+        "wrap_interface_us_per_output": host_us(
+            lambda: [torch.as_tensor(o, device="cuda") for o in plain]
+        )
+        / max(len(plain), 1),
+    }
+    reps = 300
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(reps):
+        model(*cuda_in)
+    profiler.disable()
+    entries = sorted(pstats.Stats(profiler).stats.items(), key=lambda kv: -kv[1][3])
+    row["profile_cumulative_us"] = [
+        f"{func[2]} ({Path(func[0]).name}:{func[1]}) {stat[3] / reps * 1e6:.1f}"
+        for func, stat in entries[:14]
+    ]
     return row
 
 
@@ -149,6 +216,7 @@ def probe(work: Path, name: str, body: str) -> list[dict[str, object]]:
             row["run_device_us"] = synced_us(
                 torch, lambda m=model, c=cuda_in: m.run_device(*c), reps
             )
+            row.update(breakdown(model, cuda_in))
             row["host_path_us"] = synced_us(torch, lambda m=model, h=host_in: m(*h), reps)
             row["bench_floor_us"] = model.bench(*host_in, iterations=reps) / 1e3
             with torch.no_grad():

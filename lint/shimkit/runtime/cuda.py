@@ -129,6 +129,7 @@ class CudaRuntime:
             "shimkit_cuda_model_run": (i, [p, tensors, sz, tensors, sz]),
             "shimkit_cuda_model_run_device": (i, [p, tensors, sz, tensors, ctypes.POINTER(p), sz]),
             "shimkit_cuda_tensor_free": (None, [p]),
+            "shimkit_cuda_tensor_dlpack": (i, [p, ctypes.POINTER(p)]),
             "shimkit_cuda_model_bench": (i, [p, tensors, sz, i64, ctypes.POINTER(ctypes.c_double)]),
             "shimkit_cuda_model_use_graphs": (i, [p, i]),
             "shimkit_cuda_model_graph_status": (ctypes.c_char_p, [p]),
@@ -172,6 +173,15 @@ class CudaRuntime:
 
     def cached_bytes(self) -> int:
         return int(self.lib.shimkit_cuda_cached_bytes())
+
+    # OutputMemory (shimkit.runtime.device_memory): what a DeviceTensor frees and exports.
+    def free_output(self, owner: int) -> None:
+        self.lib.shimkit_cuda_tensor_free(owner)
+
+    def export_dlpack(self, owner: int) -> int:
+        managed = ctypes.c_void_p()
+        self.check(self.lib.shimkit_cuda_tensor_dlpack(owner, ctypes.byref(managed)), "dlpack")
+        return int(managed.value or 0)
 
     def cudnn_info(self) -> str:
         return (self.lib.shimkit_cuda_cudnn_info() or b"").decode(errors="replace")
@@ -380,11 +390,7 @@ class CudaModel(LoadedBlob):
         results = []
         try:
             for i in range(self.num_outputs):
-                results.append(
-                    DeviceTensor(
-                        outs[i], owners[i], self.device_index, lib.shimkit_cuda_tensor_free
-                    )
-                )
+                results.append(DeviceTensor(outs[i], owners[i], self.device_index, self._rt))
                 owners[i] = None
         finally:
             for owner in owners[: self.num_outputs]:
