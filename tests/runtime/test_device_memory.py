@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -38,7 +38,7 @@ class Producer:
     recorded; `strides` None exports NULL strides (C order). An exported tensor lives until
     its deleter runs, as a real producer's: `exported` keeps every producer that exported."""
 
-    exported: list[Producer] = []
+    exported: ClassVar[list[Producer]] = []
 
     def __init__(self, array: np.ndarray, strides: Any = "c", lanes: int = 1) -> None:
         self.array = array

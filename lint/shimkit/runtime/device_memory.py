@@ -1,8 +1,8 @@
 """GPU memory in and out of the CUDA runtime without a host copy.
 
 Inputs are torch CUDA tensors, objects with `__cuda_array_interface__` (CuPy, Numba) or
-DLPack producers on CUDA (`__dlpack__`: JAX, ...): `device_input` reads where they are. Outputs are
-`DeviceTensor`s, memory the slim CUDA shims allocated, which a consumer takes in place
+DLPack producers on CUDA (`__dlpack__`: JAX, ...): `device_input` reads where they are.
+Outputs are `DeviceTensor`s, memory the slim CUDA shims allocated, which a consumer takes in place
 through DLPack (`torch.from_dlpack(out)`, `cupy.from_dlpack(out)`, `jax.dlpack`) or
 `__cuda_array_interface__` (`cupy.asarray(out)`); `torch_tensor` turns one into a torch
 tensor sharing it.

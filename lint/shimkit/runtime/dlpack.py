@@ -15,7 +15,6 @@ from typing import Any
 
 from shimkit.errors import ShimkitError
 
-KDL_CPU = 1
 KDL_CUDA = 2  # DLDeviceType kDLCUDA
 CAPSULE_NAME = b"dltensor"
 USED_CAPSULE_NAME = b"used_dltensor"
