@@ -394,7 +394,7 @@ class CudaModel(LoadedBlob):
                 owners[i] = None
         finally:
             for owner in owners[: self.num_outputs]:
-                lib.shimkit_cuda_tensor_free(owner)  # those not handed out (NULL: nothing)
+                self._rt.free_output(owner)  # those not handed out (NULL: nothing)
         return results
 
     def __call__(self, *inputs: Any) -> list[Any]:

@@ -2,10 +2,10 @@
 
 Inputs are torch CUDA tensors, objects with `__cuda_array_interface__` (CuPy, Numba) or
 DLPack producers on CUDA (`__dlpack__`: JAX, ...): `device_input` reads where they are.
-Outputs are `DeviceTensor`s, memory the slim CUDA shims allocated, which a consumer takes in place
-through DLPack (`torch.from_dlpack(out)`, `cupy.from_dlpack(out)`, `jax.dlpack`) or
-`__cuda_array_interface__` (`cupy.asarray(out)`); `torch_tensor` turns one into a torch
-tensor sharing it.
+Outputs are `DeviceTensor`s, memory the slim CUDA shims allocated, which a consumer takes
+in place through DLPack (`torch.from_dlpack(out)`, `cupy.from_dlpack(out)`, `jax.dlpack`)
+or `__cuda_array_interface__` (`cupy.asarray(out)`); `torch_tensor` turns one into a
+torch tensor sharing it.
 """
 
 from __future__ import annotations

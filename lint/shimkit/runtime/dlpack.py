@@ -4,7 +4,7 @@ runtime/cuda/dlpack.h in ctypes, and the capsule protocol both ways.
 A capsule named "dltensor" holds a DLManagedTensor. A consumer takes it by renaming the
 capsule "used_dltensor" and calls the tensor's deleter when it is done; a capsule that dies
 still named "dltensor" was never taken and calls the deleter itself. `capsule` exports
-(DeviceTensor.__dlpack__), `take` consumes (inputs that offer `__dlpack__`).
+(DeviceTensor.__dlpack__), `Taken` consumes (inputs that offer `__dlpack__`).
 """
 
 from __future__ import annotations
@@ -102,6 +102,3 @@ class Taken:
         _capsule_set_name(producer_capsule, USED_CAPSULE_NAME)
         self._finalizer = weakref.finalize(self, delete, managed)
         self.tensor = DLManagedTensor.from_address(managed).dl_tensor
-
-    def release(self) -> None:
-        self._finalizer()
